@@ -1,0 +1,51 @@
+# Proofloop: `make run` starts everything on the embedded default; `make test` runs the whole suite.
+# Both create .venv and install what they need on first use.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+CONTRACT ?= ../shared/api.graphql
+CHECK_CONTRACT ?= ../shared/tools/check_contract.py
+
+.PHONY: install run test lint typecheck schema schema-check bench demo clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(BIN)/proofloop dev
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy .
+
+schema: install
+	$(BIN)/proofloop export-schema --output schema.graphql
+
+# The committed schema.graphql must be what the code exports, and must honour the contract.
+schema-check: install
+	@$(BIN)/proofloop export-schema | diff -u schema.graphql - \
+		|| (echo "schema.graphql is stale: run 'make schema' and commit it" && exit 1)
+	@if [ -f $(CHECK_CONTRACT) ]; then $(BIN)/python $(CHECK_CONTRACT) schema.graphql $(CONTRACT); \
+		else echo "contract checker not found at $(CHECK_CONTRACT): skipped"; fi
+
+test: install lint typecheck schema-check
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python -m bench
+
+demo: install
+	$(BIN)/proofloop demo
+
+clean:
+	rm -rf $(VENV) var .mypy_cache .ruff_cache build *.egg-info

@@ -1,0 +1,1 @@
+"""Dramatiq broker setup and the chain's actors: thin wrappers around services."""

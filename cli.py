@@ -1,0 +1,223 @@
+"""The `proofloop` command: dev | serve | worker | migrate | demo | export-schema."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from settings import Settings, get_settings
+
+ROOT = Path(__file__).resolve().parent
+
+
+@contextmanager
+def redis_for(settings: Settings) -> Iterator[str]:
+    """The Redis URL to use; with no PROOFLOOP_REDIS_URL, an embedded redis-server owned by this command."""
+    if settings.redis_url:
+        yield settings.redis_url
+        return
+    from realtime.embedded_redis import EmbeddedRedis
+
+    embedded = EmbeddedRedis(settings.embedded_redis_socket)
+    url = embedded.start()
+    os.environ["PROOFLOOP_REDIS_URL"] = url  # child processes share it
+    try:
+        yield url
+    finally:
+        embedded.stop()
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Apply the database migrations (PostgreSQL or the embedded SQLite file)."""
+    from tortoise import Tortoise
+    from tortoise.migrations.api import migrate
+
+    from models.config import tortoise_config
+
+    async def run() -> None:
+        try:
+            await migrate(config=tortoise_config(get_settings()))
+        finally:
+            await Tortoise.close_connections()
+
+    asyncio.run(run())
+    print("migrations applied", file=sys.stderr)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the API (uvicorn); --workers N runs N processes behind one port."""
+    import uvicorn
+
+    settings = get_settings()
+    if args.workers > 1:
+        # several processes share Prometheus metrics through files in this directory
+        metrics_dir = settings.data_dir.resolve() / "metrics"
+        metrics_dir.mkdir(parents=True, exist_ok=True)
+        os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(metrics_dir))
+    with redis_for(settings):
+        uvicorn.run(
+            "app:create_app",
+            factory=True,
+            host=args.host or settings.host,
+            port=args.port or settings.port,
+            workers=args.workers,
+            log_level=settings.log_level.lower(),
+            ws_max_size=1 << 20,
+        )
+    return 0
+
+
+def worker_command(processes: int, threads: int) -> list[str]:
+    return [
+        sys.executable, "-m", "dramatiq", "actors.worker",
+        "--processes", str(processes), "--threads", str(threads), "--queues", "chain", "--skip-logging",
+    ]
+
+
+def worker_env() -> dict[str, str]:
+    from actors.broker import WORKER_TIMEOUT_MS
+
+    env = dict(os.environ)
+    env.setdefault("dramatiq_worker_timeout", str(WORKER_TIMEOUT_MS))
+    return env
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run Dramatiq worker processes: the chain's links and, in each process, the pump."""
+    settings = get_settings()
+    with redis_for(settings):
+        child = subprocess.Popen(
+            worker_command(args.processes, args.threads or settings.worker_threads), env=worker_env(), cwd=ROOT
+        )
+        return _wait_forwarding_signals([child])
+
+
+def _wait_forwarding_signals(children: list[subprocess.Popen[bytes]]) -> int:
+    """Wait for the children; SIGINT/SIGTERM stop them all, and any one exiting stops the rest."""
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    code = 0
+    while not stopping and all(c.poll() is None for c in children):
+        time.sleep(0.2)
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+        else:
+            code = code or (child.returncode or 0)
+    deadline = time.monotonic() + 15
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+    return 0 if stopping else code
+
+
+def _wait_until_answering(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 60) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(c.poll() is not None for c in children):
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    """Everything on the embedded default: migrations, the API with GraphiQL, and one worker."""
+    os.environ.setdefault("PROOFLOOP_ENV", "dev")
+    get_settings.cache_clear()
+    settings = get_settings()
+    host, port = args.host or settings.host, args.port or settings.port
+    cmd_migrate(args)
+    with redis_for(settings):
+        env = dict(os.environ)
+        # own sessions: a Ctrl-C reaches this process only, which stops the children in order
+        api = subprocess.Popen(
+            [sys.executable, "-m", "cli", "serve", "--host", host, "--port", str(port)],
+            env=env, cwd=ROOT, start_new_session=True,
+        )
+        worker = subprocess.Popen(
+            worker_command(1, settings.worker_threads), env=worker_env(), cwd=ROOT, start_new_session=True
+        )
+        if _wait_until_answering(f"http://{host}:{port}/healthz", [api, worker]):
+            print(f"Proofloop is running. GraphiQL: http://{host}:{port}/graphql", file=sys.stderr, flush=True)
+        return _wait_forwarding_signals([api, worker])
+
+
+def cmd_export_schema(args: argparse.Namespace) -> int:
+    """Print the GraphQL schema (SDL) the code defines; `make schema` writes it to schema.graphql."""
+    from schema.schema import schema
+
+    sdl = schema.as_str() + "\n"
+    if args.output:
+        Path(args.output).write_text(sdl)
+    else:
+        sys.stdout.write(sdl)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Against a running `make run`: two users, a partnership and short tasks producing live events."""
+    from demo import run_demo
+
+    return run_demo(args.url, duration=args.duration)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="proofloop", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, func: object) -> argparse.ArgumentParser:
+        doc = (getattr(func, "__doc__", "") or "").strip()
+        p = sub.add_parser(name, help=doc.splitlines()[0] if doc else None, description=doc)
+        p.set_defaults(func=func)
+        return p
+
+    dev = add("dev", cmd_dev)
+    dev.add_argument("--host")
+    dev.add_argument("--port", type=int)
+    serve = add("serve", cmd_serve)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    worker = add("worker", cmd_worker)
+    worker.add_argument("--processes", type=int, default=1)
+    worker.add_argument("--threads", type=int, default=0, help="default: PROOFLOOP_WORKER_THREADS")
+    add("migrate", cmd_migrate)
+    export = add("export-schema", cmd_export_schema)
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+    demo = add("demo", cmd_demo)
+    demo.add_argument("--url", default="http://127.0.0.1:8000", help="a running Proofloop API")
+    demo.add_argument("--duration", type=float, default=0, help="seconds to run (0: until Ctrl-C)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

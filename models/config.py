@@ -1,0 +1,41 @@
+"""The Tortoise configuration, built from settings (also read by the `tortoise` migrations CLI)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tortoise.backends.base.config_generator import expand_db_url
+
+from settings import Settings, get_settings
+
+MODEL_MODULES = ["models"]
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+
+
+def tortoise_config(settings: Settings) -> dict[str, Any]:
+    url = settings.resolved_database_url
+    if settings.is_sqlite:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    connection = expand_db_url(url)
+    if settings.is_sqlite:
+        connection["engine"] = "models.sqlite_immediate"
+        connection["credentials"].setdefault("busy_timeout", SQLITE_BUSY_TIMEOUT_MS)
+        connection["credentials"].setdefault("synchronous", "NORMAL")
+    else:
+        connection["credentials"].setdefault("minsize", 1)
+        connection["credentials"].setdefault("maxsize", 10)
+    return {
+        "connections": {"default": connection},
+        "apps": {
+            "models": {
+                "models": MODEL_MODULES,
+                "default_connection": "default",
+                "migrations": "models.migrations",
+            }
+        },
+        "use_tz": True,
+        "timezone": "UTC",
+    }
+
+
+TORTOISE_ORM = tortoise_config(get_settings())

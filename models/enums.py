@@ -1,0 +1,65 @@
+"""Domain enums, shared by rows, services and the GraphQL schema (values are the contract's names)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class VerificationMethod(str, Enum):
+    GPS = "GPS"
+    PHOTO = "PHOTO"
+    PARTNER = "PARTNER"
+    VIDEO = "VIDEO"
+
+
+class TaskState(str, Enum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    ENDED = "ENDED"
+
+
+class InstanceStatus(str, Enum):
+    PENDING = "PENDING"
+    PENDING_REVIEW = "PENDING_REVIEW"
+    VERIFIED = "VERIFIED"
+    MISSED = "MISSED"
+    REJECTED = "REJECTED"
+    CANCELED = "CANCELED"
+
+
+class VerificationStatus(str, Enum):
+    ACCEPTED = "ACCEPTED"
+    REJECTED = "REJECTED"
+    PENDING_REVIEW = "PENDING_REVIEW"
+
+
+class RejectionReason(str, Enum):
+    OUTSIDE_WINDOW = "OUTSIDE_WINDOW"
+    OUTSIDE_GEOFENCE = "OUTSIDE_GEOFENCE"
+    LOW_ACCURACY = "LOW_ACCURACY"
+    IMPLAUSIBLE_LOCATION = "IMPLAUSIBLE_LOCATION"
+    CAPTURED_OUTSIDE_WINDOW = "CAPTURED_OUTSIDE_WINDOW"
+    REUSED_MEDIA = "REUSED_MEDIA"
+    TOO_SHORT = "TOO_SHORT"
+    PARTNER_REJECTED = "PARTNER_REJECTED"
+    REVIEW_TIMED_OUT = "REVIEW_TIMED_OUT"
+
+
+class ReviewTimeoutPolicy(str, Enum):
+    APPROVE = "APPROVE"
+    REJECT = "REJECT"
+
+
+class PartnershipStatus(str, Enum):
+    INVITED = "INVITED"
+    ACTIVE = "ACTIVE"
+    DECLINED = "DECLINED"
+    REMOVED = "REMOVED"
+
+
+class EventType(str, Enum):
+    PROOF_SUBMITTED = "PROOF_SUBMITTED"
+    REVIEW_REQUESTED = "REVIEW_REQUESTED"
+    VERIFIED = "VERIFIED"
+    REJECTED = "REJECTED"
+    MISSED = "MISSED"

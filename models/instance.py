@@ -1,0 +1,38 @@
+"""One occurrence of a task: its proof window, its outcome, and what the chain still owes it."""
+
+from __future__ import annotations
+
+from tortoise import fields
+from tortoise.models import Model
+
+from models.enums import InstanceStatus
+from models.task import Task
+
+
+class TaskInstance(Model):
+    id = fields.UUIDField(primary_key=True)
+    task: fields.ForeignKeyRelation[Task] = fields.ForeignKeyField(
+        "models.Task", related_name="instances", on_delete=fields.CASCADE
+    )
+    seq = fields.IntField()
+    chain_version = fields.IntField()
+    opens_at = fields.DatetimeField()
+    due_at = fields.DatetimeField()
+    closes_at = fields.DatetimeField()
+    status = fields.CharEnumField(InstanceStatus, max_length=16, default=InstanceStatus.PENDING)
+    review_deadline = fields.DatetimeField(null=True)
+    settled_at = fields.DatetimeField(null=True)
+    created_at = fields.DatetimeField(auto_now_add=True)
+
+    # The durable timer: when the chain next owes work on this row (NULL once nothing is owed).
+    fire_at = fields.DatetimeField(null=True)
+    # The last link sent for this row: its number (compare-and-set guard) and the fire_at it targets.
+    link_no = fields.IntField(default=0)
+    link_for = fields.DatetimeField(null=True)
+
+    task_id: str
+
+    class Meta:
+        table = "task_instances"
+        unique_together = (("task_id", "seq"),)
+        indexes = (("task_id", "status"),)

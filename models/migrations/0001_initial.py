@@ -1,0 +1,151 @@
+from tortoise import migrations
+from tortoise.migrations import operations as ops
+import functools
+from json import dumps, loads
+from models.enums import EventType, InstanceStatus, PartnershipStatus, RejectionReason, ReviewTimeoutPolicy, TaskState, VerificationMethod, VerificationStatus
+from tortoise.fields.base import OnDelete
+from uuid import uuid4
+from tortoise import fields
+from tortoise.indexes import Index
+
+class Migration(migrations.Migration):
+    initial = True
+
+    operations = [
+        ops.CreateModel(
+            name='User',
+            fields=[
+                ('id', fields.UUIDField(primary_key=True, default=uuid4, unique=True, db_index=True)),
+                ('email', fields.CharField(unique=True, max_length=254)),
+                ('display_name', fields.CharField(max_length=100)),
+                ('timezone', fields.CharField(default='UTC', max_length=64)),
+                ('password_hash', fields.CharField(max_length=255)),
+                ('created_at', fields.DatetimeField(auto_now=False, auto_now_add=True)),
+            ],
+            options={'table': 'users', 'app': 'models', 'pk_attr': 'id'},
+            bases=['Model'],
+        ),
+        ops.CreateModel(
+            name='AuthToken',
+            fields=[
+                ('id', fields.UUIDField(primary_key=True, default=uuid4, unique=True, db_index=True)),
+                ('user', fields.ForeignKeyField('models.User', source_field='user_id', db_constraint=True, to_field='id', related_name='tokens', on_delete=OnDelete.CASCADE)),
+                ('digest', fields.CharField(unique=True, max_length=64)),
+                ('created_at', fields.DatetimeField(auto_now=False, auto_now_add=True)),
+                ('expires_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+                ('revoked_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+            ],
+            options={'table': 'auth_tokens', 'app': 'models', 'pk_attr': 'id'},
+            bases=['Model'],
+        ),
+        ops.CreateModel(
+            name='Partnership',
+            fields=[
+                ('id', fields.UUIDField(primary_key=True, default=uuid4, unique=True, db_index=True)),
+                ('user', fields.ForeignKeyField('models.User', source_field='user_id', db_constraint=True, to_field='id', related_name='partnerships_as_user', on_delete=OnDelete.CASCADE)),
+                ('partner', fields.ForeignKeyField('models.User', source_field='partner_id', null=True, db_constraint=True, to_field='id', related_name='partnerships_as_partner', on_delete=OnDelete.CASCADE)),
+                ('invited_email', fields.CharField(max_length=254)),
+                ('status', fields.CharEnumField(default=PartnershipStatus.INVITED, description='INVITED: INVITED\nACTIVE: ACTIVE\nDECLINED: DECLINED\nREMOVED: REMOVED', enum_type=PartnershipStatus, max_length=16)),
+                ('created_at', fields.DatetimeField(auto_now=False, auto_now_add=True)),
+                ('responded_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+            ],
+            options={'table': 'partnerships', 'app': 'models', 'indexes': [Index(fields=['partner_id', 'status']), Index(fields=['invited_email', 'status']), Index(fields=['user_id', 'status'])], 'pk_attr': 'id'},
+            bases=['Model'],
+        ),
+        ops.CreateModel(
+            name='Task',
+            fields=[
+                ('id', fields.UUIDField(primary_key=True, default=uuid4, unique=True, db_index=True)),
+                ('owner', fields.ForeignKeyField('models.User', source_field='owner_id', db_constraint=True, to_field='id', related_name='tasks', on_delete=OnDelete.CASCADE)),
+                ('title', fields.CharField(max_length=200)),
+                ('description', fields.TextField(null=True, unique=False)),
+                ('method', fields.CharEnumField(description='GPS: GPS\nPHOTO: PHOTO\nPARTNER: PARTNER\nVIDEO: VIDEO', enum_type=VerificationMethod, max_length=16)),
+                ('starts_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+                ('rrule', fields.CharField(null=True, max_length=500)),
+                ('timezone', fields.CharField(max_length=64)),
+                ('window_seconds', fields.IntField()),
+                ('grace_seconds', fields.IntField()),
+                ('gps_latitude', fields.FloatField(null=True)),
+                ('gps_longitude', fields.FloatField(null=True)),
+                ('gps_radius_meters', fields.FloatField(null=True)),
+                ('gps_max_accuracy_meters', fields.FloatField(null=True)),
+                ('video_min_duration_seconds', fields.FloatField(null=True)),
+                ('review_window_seconds', fields.IntField(null=True)),
+                ('review_on_timeout', fields.CharEnumField(null=True, description='APPROVE: APPROVE\nREJECT: REJECT', enum_type=ReviewTimeoutPolicy, max_length=16)),
+                ('state', fields.CharEnumField(default=TaskState.ACTIVE, description='ACTIVE: ACTIVE\nPAUSED: PAUSED\nENDED: ENDED', enum_type=TaskState, max_length=16)),
+                ('chain_version', fields.IntField(default=1)),
+                ('last_seq', fields.IntField(default=0)),
+                ('deleted_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+                ('created_at', fields.DatetimeField(auto_now=False, auto_now_add=True)),
+                ('updated_at', fields.DatetimeField(auto_now=True, auto_now_add=False)),
+            ],
+            options={'table': 'tasks', 'app': 'models', 'indexes': [Index(fields=['owner_id', 'created_at'])], 'pk_attr': 'id'},
+            bases=['Model'],
+        ),
+        ops.CreateModel(
+            name='TaskInstance',
+            fields=[
+                ('id', fields.UUIDField(primary_key=True, default=uuid4, unique=True, db_index=True)),
+                ('task', fields.ForeignKeyField('models.Task', source_field='task_id', db_constraint=True, to_field='id', related_name='instances', on_delete=OnDelete.CASCADE)),
+                ('seq', fields.IntField()),
+                ('chain_version', fields.IntField()),
+                ('opens_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+                ('due_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+                ('closes_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+                ('status', fields.CharEnumField(default=InstanceStatus.PENDING, description='PENDING: PENDING\nPENDING_REVIEW: PENDING_REVIEW\nVERIFIED: VERIFIED\nMISSED: MISSED\nREJECTED: REJECTED\nCANCELED: CANCELED', enum_type=InstanceStatus, max_length=16)),
+                ('review_deadline', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+                ('settled_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+                ('created_at', fields.DatetimeField(auto_now=False, auto_now_add=True)),
+                ('fire_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+                ('link_no', fields.IntField(default=0)),
+                ('link_for', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+            ],
+            options={'table': 'task_instances', 'app': 'models', 'unique_together': (('task_id', 'seq'),), 'indexes': [Index(fields=['task_id', 'status'])], 'pk_attr': 'id'},
+            bases=['Model'],
+        ),
+        ops.CreateModel(
+            name='Verification',
+            fields=[
+                ('id', fields.UUIDField(primary_key=True, default=uuid4, unique=True, db_index=True)),
+                ('instance', fields.ForeignKeyField('models.TaskInstance', source_field='instance_id', db_constraint=True, to_field='id', related_name='verifications', on_delete=OnDelete.CASCADE)),
+                ('user', fields.ForeignKeyField('models.User', source_field='user_id', db_constraint=True, to_field='id', related_name='verifications', on_delete=OnDelete.CASCADE)),
+                ('method', fields.CharEnumField(description='GPS: GPS\nPHOTO: PHOTO\nPARTNER: PARTNER\nVIDEO: VIDEO', enum_type=VerificationMethod, max_length=16)),
+                ('status', fields.CharEnumField(description='ACCEPTED: ACCEPTED\nREJECTED: REJECTED\nPENDING_REVIEW: PENDING_REVIEW', enum_type=VerificationStatus, max_length=16)),
+                ('reason', fields.CharEnumField(null=True, description='OUTSIDE_WINDOW: OUTSIDE_WINDOW\nOUTSIDE_GEOFENCE: OUTSIDE_GEOFENCE\nLOW_ACCURACY: LOW_ACCURACY\nIMPLAUSIBLE_LOCATION: IMPLAUSIBLE_LOCATION\nCAPTURED_OUTSIDE_WINDOW: CAPTURED_OUTSIDE_WINDOW\nREUSED_MEDIA: REUSED_MEDIA\nTOO_SHORT: TOO_SHORT\nPARTNER_REJECTED: PARTNER_REJECTED\nREVIEW_TIMED_OUT: REVIEW_TIMED_OUT', enum_type=RejectionReason, max_length=32)),
+                ('submitted_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+                ('decided_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+                ('latitude', fields.FloatField(null=True)),
+                ('longitude', fields.FloatField(null=True)),
+                ('accuracy_meters', fields.FloatField(null=True)),
+                ('recorded_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
+                ('distance_meters', fields.FloatField(null=True)),
+                ('media_digest', fields.CharField(null=True, max_length=64)),
+                ('media_mime', fields.CharField(null=True, max_length=64)),
+                ('thumbnail_digest', fields.CharField(null=True, max_length=64)),
+                ('fingerprints', fields.JSONField(null=True, encoder=functools.partial(dumps, separators=(',', ':')), decoder=loads)),
+                ('note', fields.TextField(null=True, unique=False)),
+                ('reviewer', fields.ForeignKeyField('models.User', source_field='reviewer_id', null=True, db_constraint=True, to_field='id', related_name='reviews', on_delete=OnDelete.SET_NULL)),
+                ('review_comment', fields.TextField(null=True, unique=False)),
+            ],
+            options={'table': 'verifications', 'app': 'models', 'indexes': [Index(fields=['user_id', 'method', 'submitted_at'])], 'pk_attr': 'id'},
+            bases=['Model'],
+        ),
+        ops.CreateModel(
+            name='Event',
+            fields=[
+                ('id', fields.BigIntField(generated=True, primary_key=True, unique=True, db_index=True)),
+                ('position', fields.BigIntField(null=True, unique=True)),
+                ('type', fields.CharEnumField(description='PROOF_SUBMITTED: PROOF_SUBMITTED\nREVIEW_REQUESTED: REVIEW_REQUESTED\nVERIFIED: VERIFIED\nREJECTED: REJECTED\nMISSED: MISSED', enum_type=EventType, max_length=32)),
+                ('occurred_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+                ('user', fields.ForeignKeyField('models.User', source_field='user_id', db_constraint=True, to_field='id', related_name='events', on_delete=OnDelete.CASCADE)),
+                ('task', fields.ForeignKeyField('models.Task', source_field='task_id', db_constraint=True, to_field='id', related_name='events', on_delete=OnDelete.CASCADE)),
+                ('instance', fields.ForeignKeyField('models.TaskInstance', source_field='instance_id', db_constraint=True, to_field='id', related_name='events', on_delete=OnDelete.CASCADE)),
+                ('verification', fields.ForeignKeyField('models.Verification', source_field='verification_id', null=True, db_constraint=True, to_field='id', related_name='events', on_delete=OnDelete.CASCADE)),
+                ('task_title', fields.CharField(max_length=200)),
+                ('instance_status', fields.CharEnumField(description='PENDING: PENDING\nPENDING_REVIEW: PENDING_REVIEW\nVERIFIED: VERIFIED\nMISSED: MISSED\nREJECTED: REJECTED\nCANCELED: CANCELED', enum_type=InstanceStatus, max_length=16)),
+                ('due_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
+            ],
+            options={'table': 'events', 'app': 'models', 'indexes': [Index(fields=['user_id', 'position'])], 'pk_attr': 'id'},
+            bases=['Model'],
+        ),
+    ]

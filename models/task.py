@@ -1,0 +1,46 @@
+"""A recurring commitment and the rule that proves each occurrence."""
+
+from __future__ import annotations
+
+from tortoise import fields
+from tortoise.models import Model
+
+from models.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
+from models.user import User
+
+
+class Task(Model):
+    id = fields.UUIDField(primary_key=True)
+    owner: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(
+        "models.User", related_name="tasks", on_delete=fields.CASCADE
+    )
+    title = fields.CharField(max_length=200)
+    description = fields.TextField(null=True)
+    method = fields.CharEnumField(VerificationMethod, max_length=16)
+
+    starts_at = fields.DatetimeField()  # DTSTART as an instant; its wall time in `timezone` is what recurs
+    rrule = fields.CharField(max_length=500, null=True)
+    timezone = fields.CharField(max_length=64)
+    window_seconds = fields.IntField()
+    grace_seconds = fields.IntField()
+
+    gps_latitude = fields.FloatField(null=True)
+    gps_longitude = fields.FloatField(null=True)
+    gps_radius_meters = fields.FloatField(null=True)
+    gps_max_accuracy_meters = fields.FloatField(null=True)
+    video_min_duration_seconds = fields.FloatField(null=True)
+    review_window_seconds = fields.IntField(null=True)
+    review_on_timeout = fields.CharEnumField(ReviewTimeoutPolicy, max_length=16, null=True)
+
+    state = fields.CharEnumField(TaskState, max_length=16, default=TaskState.ACTIVE)
+    chain_version = fields.IntField(default=1)  # bumped by every edit that re-plans; stale links die on it
+    last_seq = fields.IntField(default=0)  # sequence number of the latest planned instance
+    deleted_at = fields.DatetimeField(null=True)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    updated_at = fields.DatetimeField(auto_now=True)
+
+    owner_id: str
+
+    class Meta:
+        table = "tasks"
+        indexes = (("owner_id", "created_at"),)

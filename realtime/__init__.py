@@ -1,0 +1,1 @@
+"""Live events: Redis wake-ups between processes and fan-out to subscribers."""

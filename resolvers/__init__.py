@@ -1,0 +1,1 @@
+"""GraphQL-facing functions: authenticate, authorize, validate, call services, map rows to types."""

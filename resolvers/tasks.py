@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from tortoise.expressions import Q
+
+from models import Task as TaskRow
+from models import TaskInstance as TaskInstanceRow
+from models import TaskState as TaskStateRow
+from resolvers.permissions import IsAuthenticated
+from schema.context import Info
+from schema.enums import TaskState
+from schema.inputs import CreateTaskInput, UpdateTaskInput
+from schema.types.instance import TaskInstance
+from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
+from schema.types.task import Task, TaskConnection, TaskEdge
+from services import tasks
+from services.chain import ChainTiming
+from services.errors import BadInput, NotFound
+from services.ids import is_uuid
+from settings import Settings
+
+
+def chain_timing(settings: Settings) -> ChainTiming:
+    return ChainTiming(link_horizon_seconds=settings.link_horizon_seconds)
+
+
+async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
+    viewer = await info.context.viewer()
+    if user_id is None or str(user_id) == str(viewer.id):
+        return str(viewer.id)
+    if not await tasks.is_active_partner(str(viewer.id), str(user_id)):
+        raise NotFound("no such user among those you partner for")
+    return str(user_id)
+
+
+@strawberry.type
+class TaskQueries:
+    @strawberry.field(permission_classes=[IsAuthenticated], description="yours, or one of a user you partner for")
+    async def task(self, info: Info, id: strawberry.ID) -> Task | None:
+        try:
+            return Task(row=await tasks.visible_task(await info.context.viewer(), str(id)))
+        except NotFound:
+            return None
+
+    @strawberry.field(permission_classes=[IsAuthenticated])
+    async def tasks(
+        self,
+        info: Info,
+        first: int | None = 20,
+        after: str | None = None,
+        state: TaskState | None = None,
+        user_id: strawberry.ID | None = None,
+    ) -> TaskConnection:
+        first = check_first(20 if first is None else first)
+        owner_id = await _tasks_owner_id(info, user_id)
+        query = TaskRow.filter(owner_id=owner_id, deleted_at=None)
+        if state is not None:
+            query = query.filter(state=TaskStateRow(state))
+        total = await query.count()
+        if after is not None:
+            created, task_id = decode_cursor(after, 2)
+            try:
+                created_at = datetime.fromisoformat(created)
+            except ValueError:
+                raise BadInput("after", "is not a cursor this API issued") from None
+            query = query.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=task_id))
+        rows = await query.order_by("-created_at", "-id").limit(first + 1)
+        page = rows[:first]
+        edges = [TaskEdge(cursor=encode_cursor(r.created_at.isoformat(), r.id), node=Task(row=r)) for r in page]
+        return TaskConnection(
+            edges=edges,
+            total_count=total,
+            page_info=PageInfo(
+                has_next_page=len(rows) > first,
+                has_previous_page=after is not None,
+                start_cursor=edges[0].cursor if edges else None,
+                end_cursor=edges[-1].cursor if edges else None,
+            ),
+        )
+
+    @strawberry.field(permission_classes=[IsAuthenticated])
+    async def instance(self, info: Info, id: strawberry.ID) -> TaskInstance | None:
+        row = await TaskInstanceRow.get_or_none(id=str(id)) if is_uuid(id) else None
+        if row is None:
+            return None
+        try:
+            task = await tasks.visible_task(await info.context.viewer(), str(row.task_id))
+        except NotFound:
+            return None
+        return TaskInstance(row=row, task_row=task)
+
+
+@strawberry.type
+class TaskMutations:
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def create_task(self, info: Info, input: CreateTaskInput) -> Task:
+        settings = info.context.settings
+        row = await tasks.create_task(
+            await info.context.viewer(),
+            input.to_draft(),
+            min_interval_seconds=settings.min_interval_seconds,
+            timing=chain_timing(settings),
+        )
+        return Task(row=row)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def update_task(self, info: Info, id: strawberry.ID, input: UpdateTaskInput) -> Task:
+        settings = info.context.settings
+        row = await tasks.update_task(
+            await info.context.viewer(),
+            str(id),
+            input.to_patch(),
+            min_interval_seconds=settings.min_interval_seconds,
+            timing=chain_timing(settings),
+        )
+        return Task(row=row)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def pause_task(self, info: Info, id: strawberry.ID) -> Task:
+        return Task(row=await tasks.pause_task(await info.context.viewer(), str(id)))
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def resume_task(self, info: Info, id: strawberry.ID) -> Task:
+        row = await tasks.resume_task(
+            await info.context.viewer(), str(id), timing=chain_timing(info.context.settings)
+        )
+        return Task(row=row)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def delete_task(self, info: Info, id: strawberry.ID) -> bool:
+        await tasks.delete_task(await info.context.viewer(), str(id))
+        return True

@@ -1,0 +1,1 @@
+"""The GraphQL schema: types, inputs, enums, scalars and extensions."""

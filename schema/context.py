@@ -1,0 +1,97 @@
+"""The per-request (per-socket for subscriptions) context: settings, the caller, fresh DataLoaders."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.websockets import WebSocket
+from strawberry.dataloader import DataLoader
+from strawberry.types import Info as StrawberryInfo
+
+from models import Task, TaskInstance, User, Verification
+from services.accounts import Session, authenticate, bearer_token
+from services.errors import Unauthenticated
+from settings import Settings
+
+
+async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
+    rows = {str(row.id): row for row in await model.filter(id__in=list(keys))}
+    return [rows.get(key) for key in keys]
+
+
+async def _load_users(keys: list[str]) -> list[User | None]:
+    return await _by_id(User, keys)
+
+
+async def _load_tasks(keys: list[str]) -> list[Task | None]:
+    return await _by_id(Task, keys)
+
+
+async def _load_instances(keys: list[str]) -> list[TaskInstance | None]:
+    return await _by_id(TaskInstance, keys)
+
+
+async def _load_verifications(keys: list[str]) -> list[Verification | None]:
+    return await _by_id(Verification, keys)
+
+
+async def _load_verifications_of_instances(keys: list[str]) -> list[list[Verification]]:
+    grouped: dict[str, list[Verification]] = defaultdict(list)
+    for row in await Verification.filter(instance_id__in=keys).order_by("submitted_at", "id"):
+        grouped[str(row.instance_id)].append(row)
+    return [grouped[key] for key in keys]
+
+
+@dataclass
+class Loaders:
+    user: DataLoader[str, User | None] = field(default_factory=lambda: DataLoader(load_fn=_load_users))
+    task: DataLoader[str, Task | None] = field(default_factory=lambda: DataLoader(load_fn=_load_tasks))
+    instance: DataLoader[str, TaskInstance | None] = field(
+        default_factory=lambda: DataLoader(load_fn=_load_instances)
+    )
+    verification: DataLoader[str, Verification | None] = field(
+        default_factory=lambda: DataLoader(load_fn=_load_verifications)
+    )
+    verifications_of_instance: DataLoader[str, list[Verification]] = field(
+        default_factory=lambda: DataLoader(load_fn=_load_verifications_of_instances)
+    )
+
+
+@dataclass
+class Context:
+    request: Request | WebSocket
+    response: Response | WebSocket | None
+    settings: Settings
+    loaders: Loaders = field(default_factory=Loaders)
+    connection_params: dict[str, Any] | None = None
+    session: Session | None = None
+
+    def token(self) -> str | None:
+        if self.connection_params is not None:
+            params = self.connection_params
+            return bearer_token(params.get("Authorization") or params.get("authorization"))
+        return bearer_token(self.request.headers.get("authorization"))
+
+    async def authenticate(self) -> Session:
+        """The caller's session (cached for the request); UNAUTHENTICATED without a valid token."""
+        if self.session is None:
+            token = self.token()
+            if token is None:
+                raise Unauthenticated("an Authorization: Bearer <token> header is required")
+            self.session = await authenticate(token, token_ttl_seconds=self.settings.token_ttl_seconds)
+        return self.session
+
+    async def viewer(self) -> User:
+        return (await self.authenticate()).user
+
+    def refresh_loaders(self) -> None:
+        """Subscriptions live long: each pushed event reads fresh rows."""
+        self.loaders = Loaders()
+
+
+Info = StrawberryInfo[Context, None]

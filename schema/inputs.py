@@ -1,0 +1,137 @@
+"""Input types of the contract, and their conversion to service drafts (with the field paths of errors)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
+from schema.enums import ReviewTimeoutPolicy, VerificationMethod
+from services.errors import BadInput
+from services.tasks import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskDraft, TaskPatch
+from verification.recurrence import Schedule
+
+
+def aware(value: datetime, field: str) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise BadInput(field, "must carry a UTC offset, e.g. 2026-03-01T07:30:00+01:00")
+    return value
+
+
+@strawberry.input
+class GeoPointInput:
+    latitude: float = strawberry.field(description="-90..90")
+    longitude: float = strawberry.field(description="-180..180")
+
+
+@strawberry.input
+class ScheduleInput:
+    starts_at: datetime
+    rrule: str | None = None
+    timezone: str = "UTC"
+    window_seconds: int = 3600
+    grace_seconds: int = 0
+
+    def to_schedule(self, field: str) -> Schedule:
+        return Schedule(
+            starts_at=aware(self.starts_at, f"{field}.startsAt"),
+            rrule=self.rrule,
+            timezone=self.timezone,
+            window_seconds=self.window_seconds,
+            grace_seconds=self.grace_seconds,
+        )
+
+
+@strawberry.input
+class GpsRuleInput:
+    center: GeoPointInput
+    radius_meters: float
+    max_accuracy_meters: float = 100
+
+    def to_draft(self) -> GpsRuleDraft:
+        return GpsRuleDraft(
+            latitude=self.center.latitude,
+            longitude=self.center.longitude,
+            radius_meters=self.radius_meters,
+            max_accuracy_meters=self.max_accuracy_meters,
+        )
+
+
+@strawberry.input
+class VideoRuleInput:
+    min_duration_seconds: float
+
+
+@strawberry.input
+class PartnerRuleInput:
+    review_window_seconds: int = 86400
+    on_timeout: ReviewTimeoutPolicy = ReviewTimeoutPolicyRow.REJECT
+
+    def to_draft(self) -> PartnerRuleDraft:
+        return PartnerRuleDraft(
+            review_window_seconds=self.review_window_seconds, on_timeout=ReviewTimeoutPolicyRow(self.on_timeout)
+        )
+
+
+@strawberry.input
+class CreateTaskInput:
+    title: str
+    description: str | None = None
+    method: VerificationMethod
+    schedule: ScheduleInput
+    gps: GpsRuleInput | None = strawberry.field(default=None, description="required when method = GPS")
+    video: VideoRuleInput | None = strawberry.field(default=None, description="required when method = VIDEO")
+    partner_review: PartnerRuleInput | None = strawberry.field(default=None, description="used when method = PARTNER")
+
+    def to_draft(self) -> TaskDraft:
+        return TaskDraft(
+            title=self.title,
+            description=self.description,
+            method=self.method,
+            schedule=self.schedule.to_schedule("input.schedule"),
+            gps=self.gps.to_draft() if self.gps else None,
+            video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
+            partner=self.partner_review.to_draft() if self.partner_review else None,
+        )
+
+
+@strawberry.input(description="fields left out keep their value")
+class SchedulePatchInput:
+    starts_at: datetime | None = strawberry.UNSET
+    rrule: str | None = strawberry.UNSET
+    timezone: str | None = strawberry.UNSET
+    window_seconds: int | None = strawberry.UNSET
+    grace_seconds: int | None = strawberry.UNSET
+
+    def to_patch(self) -> SchedulePatch:
+        starts_at = self.starts_at if isinstance(self.starts_at, datetime) else None
+        return SchedulePatch(
+            starts_at=aware(starts_at, "input.schedule.startsAt") if starts_at else None,
+            rrule=self.rrule if isinstance(self.rrule, str) else None,
+            rrule_set=self.rrule is not strawberry.UNSET,
+            timezone=self.timezone if isinstance(self.timezone, str) else None,
+            window_seconds=self.window_seconds if isinstance(self.window_seconds, int) else None,
+            grace_seconds=self.grace_seconds if isinstance(self.grace_seconds, int) else None,
+        )
+
+
+@strawberry.input(description="every field optional; a schedule change re-plans this task's chain")
+class UpdateTaskInput:
+    title: str | None = strawberry.UNSET
+    description: str | None = strawberry.UNSET
+    schedule: SchedulePatchInput | None = strawberry.UNSET
+    gps: GpsRuleInput | None = strawberry.UNSET
+    video: VideoRuleInput | None = strawberry.UNSET
+    partner_review: PartnerRuleInput | None = strawberry.UNSET
+
+    def to_patch(self) -> TaskPatch:
+        return TaskPatch(
+            title=self.title if isinstance(self.title, str) else None,
+            description=self.description if isinstance(self.description, str) else None,
+            description_set=self.description is not strawberry.UNSET,
+            schedule=self.schedule.to_patch() if self.schedule else None,
+            gps=self.gps.to_draft() if self.gps else None,
+            video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
+            partner=self.partner_review.to_draft() if self.partner_review else None,
+        )

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from models import InstanceStatus as InstanceStatusRow
+from models import Task as TaskRow
+from models import TaskInstance as TaskInstanceRow
+from schema.context import Info
+from schema.enums import InstanceStatus
+from schema.types.pagination import PageInfo
+from services.db import db_now
+
+
+@strawberry.type
+class TaskInstance:
+    row: strawberry.Private[TaskInstanceRow]
+    task_row: strawberry.Private[TaskRow | None] = None
+
+    async def _task_row(self, info: Info) -> TaskRow:
+        if self.task_row is None:
+            self.task_row = await info.context.loaders.task.load(str(self.row.task_id))
+        if self.task_row is None:
+            raise LookupError(f"task {self.row.task_id} vanished")
+        return self.task_row
+
+    @strawberry.field
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.row.id))
+
+    @strawberry.field
+    async def task(self, info: Info) -> Task:
+        return Task(row=await self._task_row(info))
+
+    @strawberry.field
+    async def opens_at(self, info: Info) -> datetime:
+        return local(await self._task_row(info), self.row.opens_at)
+
+    @strawberry.field
+    async def due_at(self, info: Info) -> datetime:
+        return local(await self._task_row(info), self.row.due_at)
+
+    @strawberry.field(description="dueAt + grace: the last moment a proof counts")
+    async def closes_at(self, info: Info) -> datetime:
+        return local(await self._task_row(info), self.row.closes_at)
+
+    @strawberry.field(description="PENDING and now within [opensAt, closesAt]")
+    async def is_open(self) -> bool:
+        if self.row.status is not InstanceStatusRow.PENDING:
+            return False
+        now = await db_now()
+        return self.row.opens_at <= now <= self.row.closes_at
+
+    @strawberry.field(description="PENDING_REVIEW: when onTimeout applies")
+    async def review_deadline(self, info: Info) -> datetime | None:
+        deadline = self.row.review_deadline
+        return local(await self._task_row(info), deadline) if deadline else None
+
+    @strawberry.field
+    def status(self) -> InstanceStatus:
+        return self.row.status
+
+    @strawberry.field(description="when the chain (or a review) settled it")
+    def settled_at(self) -> datetime | None:
+        return self.row.settled_at
+
+    @strawberry.field
+    async def verifications(self, info: Info) -> list[Verification]:
+        rows = await info.context.loaders.verifications_of_instance.load(str(self.row.id))
+        return [Verification(row=r, instance_row=self.row) for r in rows]
+
+
+@strawberry.type
+class TaskInstanceEdge:
+    cursor: str
+    node: TaskInstance
+
+
+@strawberry.type
+class TaskInstanceConnection:
+    edges: list[TaskInstanceEdge]
+    page_info: PageInfo
+    total_count: int
+
+
+from schema.types.task import Task, local  # noqa: E402  (the two types refer to each other)
+from schema.types.verification import Verification  # noqa: E402

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from models import Partnership as PartnershipRow
+from schema.context import Info
+from schema.enums import PartnershipStatus
+from schema.types.user import User, load_user
+
+
+@strawberry.type
+class Partnership:
+    row: strawberry.Private[PartnershipRow]
+
+    @strawberry.field
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.row.id))
+
+    @strawberry.field(description="the one being held accountable")
+    async def user(self, info: Info) -> User:
+        return await load_user(info, self.row.user_id)
+
+    @strawberry.field(description="the one who watches and reviews; null until the invite is accepted")
+    async def partner(self, info: Info) -> User | None:
+        if self.row.partner_id is None or self.row.status.value == "INVITED":
+            return None
+        return await load_user(info, self.row.partner_id)
+
+    @strawberry.field(description="the address the invite went to; seen by the inviter only")
+    async def invited_email(self, info: Info) -> str | None:
+        viewer = await info.context.viewer()
+        return self.row.invited_email if viewer.id == self.row.user_id else None
+
+    @strawberry.field
+    def status(self) -> PartnershipStatus:
+        return self.row.status
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at

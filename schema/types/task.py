@@ -1,0 +1,194 @@
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import strawberry
+
+from models import InstanceStatus as InstanceStatusRow
+from models import Task as TaskRow
+from models import TaskInstance as TaskInstanceRow
+from schema.context import Info
+from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
+from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
+from schema.types.user import User, load_user
+from services.db import db_now
+from services.schedules import upcoming
+from services.streaks import streak_of
+
+
+def local(task: TaskRow, at: datetime) -> datetime:
+    """Times are shown in the task's own zone, so a 07:30 task reads 07:30."""
+    return at.astimezone(ZoneInfo(task.timezone))
+
+
+@strawberry.type
+class GeoPoint:
+    latitude: float
+    longitude: float
+
+
+@strawberry.type
+class Schedule:
+    starts_at: datetime
+    rrule: str | None
+    timezone: str
+    window_seconds: int
+    grace_seconds: int
+
+
+@strawberry.type
+class GpsRule:
+    center: GeoPoint | None = strawberry.field(description="the owner's alone: null for partners")
+    radius_meters: float
+    max_accuracy_meters: float
+
+
+@strawberry.type
+class VideoRule:
+    min_duration_seconds: float
+
+
+@strawberry.type
+class PartnerRule:
+    review_window_seconds: int
+    on_timeout: ReviewTimeoutPolicy
+
+
+@strawberry.type
+class Task:
+    row: strawberry.Private[TaskRow]
+
+    @strawberry.field
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.row.id))
+
+    @strawberry.field
+    async def owner(self, info: Info) -> User:
+        return await load_user(info, self.row.owner_id)
+
+    @strawberry.field
+    def title(self) -> str:
+        return self.row.title
+
+    @strawberry.field
+    def description(self) -> str | None:
+        return self.row.description
+
+    @strawberry.field
+    def method(self) -> VerificationMethod:
+        return self.row.method
+
+    @strawberry.field
+    def schedule(self) -> Schedule:
+        row = self.row
+        return Schedule(
+            starts_at=local(row, row.starts_at),
+            rrule=row.rrule,
+            timezone=row.timezone,
+            window_seconds=row.window_seconds,
+            grace_seconds=row.grace_seconds,
+        )
+
+    @strawberry.field
+    async def gps(self, info: Info) -> GpsRule | None:
+        row = self.row
+        if row.gps_radius_meters is None or row.gps_latitude is None or row.gps_longitude is None:
+            return None
+        viewer = await info.context.viewer()
+        owner = viewer.id == row.owner_id
+        return GpsRule(
+            center=GeoPoint(latitude=row.gps_latitude, longitude=row.gps_longitude) if owner else None,
+            radius_meters=row.gps_radius_meters,
+            max_accuracy_meters=row.gps_max_accuracy_meters or 0.0,
+        )
+
+    @strawberry.field
+    def video(self) -> VideoRule | None:
+        minimum = self.row.video_min_duration_seconds
+        return VideoRule(min_duration_seconds=minimum) if minimum is not None else None
+
+    @strawberry.field
+    def partner_review(self) -> PartnerRule | None:
+        row = self.row
+        if row.review_window_seconds is None or row.review_on_timeout is None:
+            return None
+        return PartnerRule(review_window_seconds=row.review_window_seconds, on_timeout=row.review_on_timeout)
+
+    @strawberry.field
+    def state(self) -> TaskState:
+        return self.row.state
+
+    @strawberry.field(description="the unsettled instance the chain fires next")
+    async def current_instance(self) -> TaskInstance | None:
+        row = await (
+            TaskInstanceRow.filter(task_id=self.row.id, status=InstanceStatusRow.PENDING).order_by("-seq").first()
+        )
+        if row is None:
+            row = await (
+                TaskInstanceRow.filter(task_id=self.row.id, status=InstanceStatusRow.PENDING_REVIEW)
+                .order_by("-seq")
+                .first()
+            )
+        return TaskInstance(row=row, task_row=self.row) if row else None
+
+    @strawberry.field(description="newest first; first <= 100")
+    async def instances(self, first: int | None = 20, after: str | None = None) -> TaskInstanceConnection:
+        first = check_first(20 if first is None else first)
+        query = TaskInstanceRow.filter(task_id=self.row.id)
+        total = await query.count()
+        if after is not None:
+            (seq,) = decode_cursor(after, 1)
+            if not seq.isdigit():
+                raise ValueError("bad cursor")
+            query = query.filter(seq__lt=int(seq))
+        rows = await query.order_by("-seq").limit(first + 1)
+        page, has_next = rows[:first], len(rows) > first
+        edges = [
+            TaskInstanceEdge(cursor=encode_cursor(r.seq), node=TaskInstance(row=r, task_row=self.row)) for r in page
+        ]
+        return TaskInstanceConnection(
+            edges=edges,
+            total_count=total,
+            page_info=PageInfo(
+                has_next_page=has_next,
+                has_previous_page=after is not None,
+                start_cursor=edges[0].cursor if edges else None,
+                end_cursor=edges[-1].cursor if edges else None,
+            ),
+        )
+
+    @strawberry.field(description="the next due times the schedule will produce, in order")
+    async def upcoming(self, first: int | None = 5) -> list[datetime]:
+        first = check_first(5 if first is None else first)
+        if self.row.state.value == "ENDED" or self.row.deleted_at is not None:
+            return []
+        return [local(self.row, due) for due in upcoming(self.row, await db_now(), first)]
+
+    @strawberry.field(description="consecutive VERIFIED instances, counted back from the latest settled one")
+    async def streak(self) -> int:
+        return await streak_of(str(self.row.id))
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+
+@strawberry.type
+class TaskEdge:
+    cursor: str
+    node: Task
+
+
+@strawberry.type
+class TaskConnection:
+    edges: list[TaskEdge]
+    page_info: PageInfo
+    total_count: int
+
+
+from schema.types.instance import (  # noqa: E402  (the two types refer to each other)
+    TaskInstance,
+    TaskInstanceConnection,
+    TaskInstanceEdge,
+)

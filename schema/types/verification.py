@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from models import TaskInstance as TaskInstanceRow
+from models import Verification as VerificationRow
+from schema.context import Info
+from schema.enums import RejectionReason, VerificationMethod, VerificationStatus
+from schema.types.task import GeoPoint
+from schema.types.user import User, load_user
+from services.media_links import media_url
+from services.tasks import is_active_partner
+
+
+@strawberry.type
+class Verification:
+    row: strawberry.Private[VerificationRow]
+    instance_row: strawberry.Private[TaskInstanceRow | None] = None
+
+    async def _is_owner(self, info: Info) -> bool:
+        return (await info.context.viewer()).id == self.row.user_id
+
+    async def _may_see_media(self, info: Info) -> bool:
+        viewer = await info.context.viewer()
+        return viewer.id == self.row.user_id or await is_active_partner(str(viewer.id), str(self.row.user_id))
+
+    @strawberry.field
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.row.id))
+
+    @strawberry.field
+    async def instance(self, info: Info) -> TaskInstance:
+        row = self.instance_row or await info.context.loaders.instance.load(str(self.row.instance_id))
+        if row is None:
+            raise LookupError(f"instance {self.row.instance_id} vanished")
+        return TaskInstance(row=row)
+
+    @strawberry.field
+    def method(self) -> VerificationMethod:
+        return self.row.method
+
+    @strawberry.field
+    def status(self) -> VerificationStatus:
+        return self.row.status
+
+    @strawberry.field
+    def reason(self) -> RejectionReason | None:
+        return self.row.reason
+
+    @strawberry.field
+    def submitted_at(self) -> datetime:
+        return self.row.submitted_at
+
+    @strawberry.field
+    def decided_at(self) -> datetime | None:
+        return self.row.decided_at
+
+    @strawberry.field(description="GPS; the owner's alone: null for partners")
+    async def location(self, info: Info) -> GeoPoint | None:
+        if self.row.latitude is None or self.row.longitude is None or not await self._is_owner(info):
+            return None
+        return GeoPoint(latitude=self.row.latitude, longitude=self.row.longitude)
+
+    @strawberry.field(description="GPS: distance from the geofence centre")
+    def distance_meters(self) -> float | None:
+        return self.row.distance_meters
+
+    async def _media_link(self, info: Info, kind: str, digest: str | None) -> str | None:
+        if digest is None or not await self._may_see_media(info):
+            return None
+        viewer = await info.context.viewer()
+        secret = info.context.settings.resolved_secret_key
+        return media_url(secret, str(self.row.id), str(viewer.id), kind)
+
+    @strawberry.field(description="PHOTO/VIDEO: signed, expires within minutes; owner and active partners only")
+    async def media_url(self, info: Info) -> str | None:
+        return await self._media_link(info, "media", self.row.media_digest)
+
+    @strawberry.field(description="PHOTO/VIDEO: likewise")
+    async def thumbnail_url(self, info: Info) -> str | None:
+        return await self._media_link(info, "thumbnail", self.row.thumbnail_digest)
+
+    @strawberry.field
+    def note(self) -> str | None:
+        return self.row.note
+
+    @strawberry.field
+    async def reviewer(self, info: Info) -> User | None:
+        return await load_user(info, self.row.reviewer_id) if self.row.reviewer_id else None
+
+    @strawberry.field
+    def review_comment(self) -> str | None:
+        return self.row.review_comment
+
+
+from schema.types.instance import TaskInstance  # noqa: E402  (the types refer to each other)

@@ -1,0 +1,1 @@
+"""Business operations shared by resolvers and actors."""

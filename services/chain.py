@@ -1,0 +1,190 @@
+"""The per-task chain: plan an instance, settle it at its fire_at, and keep its link alive.
+
+The database row is the durable timer (fire_at); a Dramatiq message `chain.fire(instance_id, link_no)`
+is only the delivery. Every step here is idempotent and compare-and-set, so duplicate, stale, early
+and late messages are all harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+
+from tortoise.expressions import F
+
+from models import (
+    EventType,
+    InstanceStatus,
+    RejectionReason,
+    ReviewTimeoutPolicy,
+    Task,
+    TaskInstance,
+    TaskState,
+    Verification,
+    VerificationStatus,
+)
+from services.db import db_now, write_transaction
+from services.events import record_event
+from services.messaging import Outgoing, send, send_after_commit
+from services.schedules import next_due_after, window_of
+
+log = logging.getLogger("proofloop.chain")
+
+FIRE_ACTOR = "chain.fire"
+OPEN_STATUSES = (InstanceStatus.PENDING, InstanceStatus.PENDING_REVIEW)
+
+
+@dataclass(frozen=True)
+class ChainTiming:
+    link_horizon_seconds: float
+
+
+class FireOutcome(str, Enum):
+    NOTHING_OWED = "nothing_owed"
+    EARLY = "early"
+    STALE = "stale"
+    MISSED = "missed"
+    VERIFIED = "verified"
+    REJECTED = "rejected"
+
+
+def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
+    return Outgoing(FIRE_ACTOR, (instance_id, link_no), eta=fire_at)
+
+
+async def lock_task(task_id: str) -> Task:
+    """Lock the task row for the rest of the transaction: edits and fires of one task take turns."""
+    return await Task.filter(id=task_id).select_for_update().get()
+
+
+async def plan_next_instance(task: Task, *, after: datetime, now: datetime, timing: ChainTiming) -> TaskInstance | None:
+    """Plan the first occurrence due after max(after, now); END the task when the rule is exhausted.
+
+    Runs inside the caller's transaction, with the task row locked. Occurrences that fell inside an
+    outage or a pause are skipped, not mass-MISSED.
+    """
+    due_at = next_due_after(task, max(after, now))
+    if due_at is None:
+        task.state = TaskState.ENDED
+        await task.save(update_fields=["state", "updated_at"])
+        return None
+    opens_at, closes_at = window_of(task, due_at)
+    fire_at = closes_at
+    linked = (fire_at - now).total_seconds() <= timing.link_horizon_seconds
+    task.last_seq += 1
+    await task.save(update_fields=["last_seq", "updated_at"])
+    instance = await TaskInstance.create(
+        task=task,
+        seq=task.last_seq,
+        chain_version=task.chain_version,
+        opens_at=opens_at,
+        due_at=due_at,
+        closes_at=closes_at,
+        status=InstanceStatus.PENDING,
+        fire_at=fire_at,
+        link_no=1 if linked else 0,
+        link_for=fire_at if linked else None,
+    )
+    if linked:
+        # inside the horizon the chain links itself; farther ones are the pump's to hand over
+        send_after_commit(link_message(str(instance.id), 1, fire_at))
+    return instance
+
+
+async def cancel_open_instance(
+    task: Task, now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
+) -> int:
+    """Cancel the task's PENDING instance (by default a requested review runs on beside the schedule)."""
+    return await TaskInstance.filter(task_id=task.id, status__in=statuses).update(
+        status=InstanceStatus.CANCELED, settled_at=now, fire_at=None, link_for=None
+    )
+
+
+async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutcome:
+    """Deliver one link: settle the instance if its fire_at has come, else resend the remainder."""
+    instance = await TaskInstance.filter(id=instance_id).select_related("task").first()
+    if instance is None or instance.fire_at is None or instance.status not in OPEN_STATUSES:
+        return FireOutcome.NOTHING_OWED
+    async with write_transaction():
+        task = await lock_task(instance.task_id)
+        now = await db_now()
+        if instance.status is InstanceStatus.PENDING:
+            return await _settle_pending(task, instance, now, link_no, timing)
+        return await _settle_review(task, instance, now, link_no)
+
+
+async def _settle_pending(
+    task: Task, instance: TaskInstance, now: datetime, link_no: int, timing: ChainTiming
+) -> FireOutcome:
+    if task.deleted_at is not None or task.chain_version != instance.chain_version or task.state != TaskState.ACTIVE:
+        # a link of a superseded chain: the row must not stay behind owing work
+        await TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING).update(
+            status=InstanceStatus.CANCELED, settled_at=now, fire_at=None, link_for=None
+        )
+        return FireOutcome.STALE
+    missed = await TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING, fire_at__lte=now).update(
+        status=InstanceStatus.MISSED, settled_at=now, fire_at=None, link_for=None
+    )
+    if not missed:
+        return await _resend_if_early(instance, now, link_no)
+    instance.status = InstanceStatus.MISSED
+    await record_event(EventType.MISSED, task, instance, now)
+    await plan_next_instance(task, after=instance.due_at, now=now, timing=timing)
+    log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
+    return FireOutcome.MISSED
+
+
+async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link_no: int) -> FireOutcome:
+    """At the review deadline the task's onTimeout policy decides the pending review."""
+    approve = task.review_on_timeout == ReviewTimeoutPolicy.APPROVE and task.deleted_at is None
+    outcome = InstanceStatus.VERIFIED if approve else InstanceStatus.REJECTED
+    if task.deleted_at is not None:
+        outcome = InstanceStatus.CANCELED
+    settled = await TaskInstance.filter(
+        id=instance.id, status=InstanceStatus.PENDING_REVIEW, fire_at__lte=now
+    ).update(status=outcome, settled_at=now, fire_at=None, link_for=None)
+    if not settled:
+        return await _resend_if_early(instance, now, link_no)
+    instance.status = outcome
+    if outcome is InstanceStatus.CANCELED:
+        return FireOutcome.STALE
+    verification = await Verification.filter(
+        instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW
+    ).first()
+    if verification is not None:
+        verification.status = VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED
+        verification.reason = None if approve else RejectionReason.REVIEW_TIMED_OUT
+        verification.decided_at = now
+        await verification.save(update_fields=["status", "reason", "decided_at"])
+    await record_event(
+        EventType.VERIFIED if approve else EventType.REJECTED, task, instance, now, verification
+    )
+    log.info(
+        "review timed out: %s", outcome.value, extra={"task_id": str(task.id), "instance_id": str(instance.id)}
+    )
+    return FireOutcome.VERIFIED if approve else FireOutcome.REJECTED
+
+
+async def _resend_if_early(instance: TaskInstance, now: datetime, link_no: int) -> FireOutcome:
+    """An early link is replaced by one for the remainder; only the current link number may do it."""
+    current = await TaskInstance.filter(id=instance.id).only("fire_at", "status", "link_no").first()
+    if current is None or current.fire_at is None or current.status not in OPEN_STATUSES:
+        return FireOutcome.NOTHING_OWED
+    if current.fire_at <= now:
+        return FireOutcome.NOTHING_OWED  # settled meanwhile by someone else's transaction
+    claimed = await TaskInstance.filter(id=instance.id, link_no=link_no, fire_at=current.fire_at).update(
+        link_no=F("link_no") + 1, link_for=current.fire_at
+    )
+    if claimed:
+        send_after_commit(link_message(str(instance.id), link_no + 1, current.fire_at))
+    return FireOutcome.EARLY
+
+
+def overdue_before(now: datetime, overdue_seconds: float) -> datetime:
+    return now - timedelta(seconds=overdue_seconds)
+
+
+async def send_links(rows: list[tuple[str, int, datetime]]) -> None:
+    await send([link_message(instance_id, link_no, fire_at) for instance_id, link_no, fire_at in rows])

@@ -1,0 +1,43 @@
+"""Domain errors; the GraphQL layer maps each to its contract code (extensions.code)."""
+
+from __future__ import annotations
+
+
+class ProofloopError(Exception):
+    code = "INTERNAL_SERVER_ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Unauthenticated(ProofloopError):
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(ProofloopError):
+    code = "FORBIDDEN"
+
+
+class NotFound(ProofloopError):
+    code = "NOT_FOUND"
+
+
+class Conflict(ProofloopError):
+    code = "CONFLICT"
+
+
+class PayloadTooLarge(ProofloopError):
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class RateLimited(ProofloopError):
+    code = "RATE_LIMITED"
+
+
+class BadInput(ProofloopError):
+    code = "BAD_USER_INPUT"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message if message.startswith(field) else f"{field}: {message}")
+        self.field = field

@@ -1,0 +1,64 @@
+"""The event outbox: rows written with each state change, positioned and announced after commit."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from models import Event, EventType, Task, TaskInstance, Verification
+from realtime import notices
+from services.db import connection, is_sqlite, on_commit, write_transaction
+
+# Any constant shared by every process: serializes the step that gives positions.
+_POSITION_LOCK_KEY = 7_311_001
+
+_ASSIGN_SQL = """
+UPDATE events SET position = numbered.base + numbered.rn
+FROM (
+    SELECT e.id AS id, ROW_NUMBER() OVER (ORDER BY e.id) AS rn,
+           (SELECT COALESCE(MAX(position), 0) FROM events) AS base
+    FROM events e WHERE e.position IS NULL
+) AS numbered
+WHERE events.id = numbered.id
+RETURNING events.user_id AS user_id, events.position AS position
+"""
+
+
+async def record_event(
+    type: EventType,
+    task: Task,
+    instance: TaskInstance,
+    occurred_at: datetime,
+    verification: Verification | None = None,
+) -> Event:
+    """Write an event row inside the caller's transaction; it is positioned and announced after commit."""
+    event = await Event.create(
+        type=type,
+        occurred_at=occurred_at,
+        user_id=task.owner_id,
+        task=task,
+        instance=instance,
+        verification=verification,
+        task_title=task.title,
+        instance_status=instance.status,
+        due_at=instance.due_at,
+    )
+    on_commit(announce_committed_events)
+    return event
+
+
+async def assign_positions() -> list[tuple[str, int]]:
+    """Give committed, unpositioned events their public ids, in commit order, in one serialized step."""
+    async with write_transaction():
+        conn = connection()
+        if not is_sqlite():
+            # SQLite has one writer, so BEGIN IMMEDIATE already serializes this step
+            await conn.execute_query("SELECT pg_advisory_xact_lock($1)", [_POSITION_LOCK_KEY])
+        rows: list[dict[str, Any]] = await conn.execute_query_dict(_ASSIGN_SQL)
+    return [(str(r["user_id"]), int(r["position"])) for r in rows]
+
+
+async def announce_committed_events() -> None:
+    """Position what committed and wake the listeners; also the pump's backstop after a crash."""
+    positions = await assign_positions()
+    await notices.publish_positions(positions)

@@ -1,0 +1,57 @@
+"""The one seam through which services send Dramatiq messages: by actor name, after commit.
+
+Services never import actors/: they name the actor, and the message is built against whatever broker
+the process configured (API or worker). Sends happen after the transaction commits, off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import dramatiq
+
+from services.db import on_commit
+
+log = logging.getLogger("proofloop.messaging")
+
+CHAIN_QUEUE = "chain"
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    actor_name: str
+    args: tuple[object, ...]
+    eta: datetime | None = None  # delivered no earlier than this (sender's clock)
+
+
+def _send_all(messages: list[Outgoing]) -> None:
+    broker = dramatiq.get_broker()
+    now = datetime.now(UTC)
+    for out in messages:
+        message = dramatiq.Message(
+            queue_name=CHAIN_QUEUE, actor_name=out.actor_name, args=out.args, kwargs={}, options={}
+        )
+        delay_ms = int((out.eta - now).total_seconds() * 1000) if out.eta else 0
+        broker.enqueue(message, delay=delay_ms if delay_ms > 0 else None)
+
+
+async def send(messages: list[Outgoing]) -> None:
+    """Send now, in one hop off the event loop (redis-py's sends are blocking calls)."""
+    if messages:
+        await asyncio.to_thread(_send_all, messages)
+
+
+def send_after_commit(message: Outgoing) -> None:
+    """Buffer a message until the current transaction commits; a rollback drops it."""
+
+    async def flush() -> None:
+        try:
+            await send([message])
+        except Exception:
+            # the row still records what is owed: the pump resends what never left
+            log.exception("sending %s%r failed; the pump will resend it", message.actor_name, message.args)
+
+    on_commit(flush)

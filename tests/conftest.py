@@ -1,0 +1,91 @@
+"""Shared fixtures: a fresh PostgreSQL database and a clean Redis database per test run, real servers.
+
+Nothing is faked: API tests talk to `proofloop serve` subprocesses over HTTP and websockets, chain tests
+to real `dramatiq` worker processes, all on the machine's PostgreSQL and Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+import redis
+
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
+
+PG_ADMIN_URL = os.environ.get("PROOFLOOP_TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+REDIS_URL = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _pg_url(database: str) -> str:
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{database}"
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    """A PostgreSQL database of its own for this run, migrated with the real migrations, dropped after."""
+    name = f"proofloop_test_{uuid.uuid4().hex[:10]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(PG_ADMIN_URL)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    url = _pg_url(name)
+    from tests.harness import run_cli
+
+    run_cli(["migrate"], {"PROOFLOOP_DATABASE_URL": url})
+    yield url
+    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("proofloop-data")
+
+
+@pytest.fixture(scope="session")
+def service_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]:
+    """The settings every process of this run shares."""
+    return {
+        "PROOFLOOP_DATABASE_URL": database_url,
+        "PROOFLOOP_REDIS_URL": redis_url,
+        "PROOFLOOP_DATA_DIR": str(data_dir),
+        "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
+        "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
+        "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
+        "PROOFLOOP_SECRET_KEY": "test-secret-key",
+    }
+
+
+@pytest.fixture(scope="session")
+def server(service_env: dict[str, str]) -> Iterator[ServerProcess]:
+    """One API process for the run (tests that need two start their own)."""
+    with ServerProcess(service_env, port=free_port()) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="session")
+def worker(service_env: dict[str, str], server: ServerProcess) -> Iterator[WorkerProcess]:
+    with WorkerProcess(service_env) as proc:
+        yield proc
+
+
+@pytest.fixture
+async def api(server: ServerProcess) -> AsyncIterator[ApiClient]:
+    async with ApiClient(server.url) as client:
+        yield client

@@ -1,0 +1,185 @@
+"""Test harness: real server and worker processes, and a gql client that speaks as a frontend would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from gql import Client, GraphQLRequest
+from gql.transport.aiohttp import AIOHTTPTransport
+from gql.transport.exceptions import TransportQueryError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def child_env(overrides: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFLOOP_")}
+    env.update(overrides)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args], env=child_env(env), cwd=ROOT, check=True,
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+class _Process:
+    def __init__(self, env: dict[str, str], log_name: str) -> None:
+        self.env = env
+        log_dir = Path(env.get("PROOFLOOP_DATA_DIR", "/tmp")) / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = log_dir / f"{log_name}-{uuid.uuid4().hex[:6]}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def spawn(self, args: list[str]) -> None:
+        with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                args, env=child_env(self.env), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def kill(self) -> None:
+        """kill -9 of the whole process group, as a crash would."""
+        self.stop(signal.SIGKILL)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServerProcess(_Process):
+    def __init__(self, env: dict[str, str], port: int) -> None:
+        super().__init__(env, f"api-{port}")
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+
+    def __enter__(self) -> ServerProcess:
+        self.spawn([sys.executable, "-m", "cli", "serve", "--port", str(self.port)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/readyz", timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"server did not answer:\n{self.log()}")
+
+
+class WorkerProcess(_Process):
+    def __init__(self, env: dict[str, str], threads: int = 8) -> None:
+        super().__init__(env, "worker")
+        self.threads = threads
+
+    def __enter__(self) -> WorkerProcess:
+        self.start()
+        return self
+
+    def start(self) -> None:
+        env = dict(self.env)
+        self.env = env
+        self.spawn([sys.executable, "-m", "cli", "worker", "--threads", str(self.threads)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited:\n{self.log()}")
+            if "Worker process is ready" in self.log() or "is ready for action" in self.log():
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"worker did not start:\n{self.log()}")
+
+
+class GraphQLFailure(Exception):
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__(errors)
+        self.errors = errors
+
+    @property
+    def code(self) -> str:
+        return str(self.errors[0].get("extensions", {}).get("code"))
+
+    @property
+    def field(self) -> str | None:
+        field = self.errors[0].get("extensions", {}).get("field")
+        return str(field) if field is not None else None
+
+    @property
+    def message(self) -> str:
+        return str(self.errors[0].get("message"))
+
+
+class ApiClient:
+    """Runs GraphQL documents against the server over real HTTP with gql, as a given user."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def __aenter__(self) -> ApiClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        return None
+
+    async def execute(
+        self,
+        document: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        token: str | None = None,
+        upload_files: bool = False,
+    ) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        transport = AIOHTTPTransport(url=f"{self.url}/graphql", headers=headers)
+        async with Client(transport=transport, fetch_schema_from_transport=False) as session:
+            request = GraphQLRequest(document, variable_values=variables)
+            try:
+                result: dict[str, Any] = await session.execute(request, upload_files=upload_files)
+            except TransportQueryError as exc:
+                raise GraphQLFailure(list(exc.errors or [])) from None
+            return result
+
+    async def register(self, name: str | None = None, timezone: str = "UTC") -> tuple[str, dict[str, Any]]:
+        """A fresh account: (token, user)."""
+        name = name or f"user-{uuid.uuid4().hex[:8]}"
+        data = await self.execute(
+            """mutation($e: String!, $p: String!, $n: String!, $tz: String) {
+                 register(email: $e, password: $p, displayName: $n, timezone: $tz) { token user { id email } }
+               }""",
+            {"e": f"{name}@example.com", "p": "correct horse battery", "n": name, "tz": timezone},
+        )
+        return data["register"]["token"], data["register"]["user"]

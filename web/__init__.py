@@ -1,0 +1,1 @@
+"""HTTP and websocket glue: the GraphQL view, media, health, upload limits."""

@@ -1,0 +1,35 @@
+"""Strawberry's ASGI view with our context and websocket authentication."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.types.unset import UnsetType
+
+from schema.context import Context
+from services.errors import Unauthenticated
+from settings import Settings
+
+
+class ProofloopGraphQL(GraphQL[Context, None]):
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.settings = settings
+
+    async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
+        return Context(request=request, response=response, settings=self.settings)
+
+    async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
+        """Authenticate the socket from connection_init {"Authorization": "Bearer <token>"}: 4403 if not."""
+        if context.connection_params is None:
+            context.connection_params = {}
+        try:
+            await context.authenticate()
+        except Unauthenticated:
+            raise ConnectionRejectionError({"message": "a valid bearer token is required"}) from None
+        return await super().on_ws_connect(context)
