@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from storage.blobs import BlobStore
+
+__all__ = ["BlobStore"]

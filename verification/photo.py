@@ -1,0 +1,208 @@
+from __future__ import annotations
+
+import importlib
+import io
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from functools import cache
+from zoneinfo import ZoneInfo
+
+from PIL import Image, ImageFile
+
+from verification.errors import InvalidInput
+from verification.media import (
+    hamming,
+    has_alpha,
+    jpeg_bytes,
+    perceptual_hash,
+    png_bytes,
+    shrink,
+    thumbnail_jpeg,
+)
+
+__all__ = [
+    "CLEAN_MAX_SIDE",
+    "REUSE_THRESHOLD",
+    "InvalidInput",
+    "PhotoFacts",
+    "capture_in_window",
+    "capture_time",
+    "hamming",
+    "inspect_photo",
+    "is_reused",
+]
+
+# Max Hamming distance between 64-bit pHashes counted as the same picture. Measured with
+# bench/photo_reuse_threshold.py and pinned in tests/unit/test_photo.py: 40 generated 640x480 photos, each
+# with 4 edits (resize 50-80%, JPEG q40-70, crop 2-5%, brightness +-8-15%): copies were at most 10 bits apart
+# (96 of 160 identical), the 780 pairs of distinct photos at least 18 (median ~32). At 12: 0 copies missed,
+# 0 distinct pairs flagged. Kept low rather than mid-gap: daily photos of one gym are near each other too.
+REUSE_THRESHOLD = 12
+# Served copies are capped at this long side: plenty on a phone, and a 12 MP JPEG then decodes at half scale.
+CLEAN_MAX_SIDE = 2000
+_EXIF_IFD = 0x8769
+_ORIENTATION = 0x0112
+_DATETIME_ORIGINAL = 36867
+_OFFSET_TIME_ORIGINAL = 36881
+_TRANSPOSE_FOR_ORIENTATION = {
+    2: Image.Transpose.FLIP_LEFT_RIGHT,
+    3: Image.Transpose.ROTATE_180,
+    4: Image.Transpose.FLIP_TOP_BOTTOM,
+    5: Image.Transpose.TRANSPOSE,
+    6: Image.Transpose.ROTATE_270,
+    7: Image.Transpose.TRANSVERSE,
+    8: Image.Transpose.ROTATE_90,
+}
+_EXIF_DATETIME_FORMATS = ("%Y:%m:%d %H:%M:%S", "%Y-%m-%d %H:%M:%S")
+_OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
+
+
+@dataclass(frozen=True)
+class PhotoFacts:
+    width: int
+    height: int
+    format: str
+    captured_at: datetime | None
+    phash: int
+    clean: bytes
+    clean_mime: str
+    thumbnail: bytes
+
+
+@cache
+def accepted_formats() -> tuple[str, ...]:
+    """JPEG, PNG and WebP; HEIF too when pillow-heif happens to be installed."""
+    try:
+        importlib.import_module("pillow_heif").register_heif_opener()
+    except ImportError:
+        return ("JPEG", "PNG", "WEBP")
+    return ("JPEG", "PNG", "WEBP", "HEIF")
+
+
+def inspect_photo(
+    data: bytes, *, owner_timezone: str, field: str = "photo", max_pixels: int = 40_000_000
+) -> PhotoFacts:
+    """Decode a photo for real and return what the rules need plus a metadata-free copy to serve."""
+    if not data:
+        raise InvalidInput(field, "the file is empty")
+    image = _open(data, field=field, max_pixels=max_pixels)
+    with image:
+        width, height = image.size
+        if image.format == "JPEG":
+            # Let libjpeg scale down while decoding (DCT scaling): less time and memory, still a full decode.
+            scale = CLEAN_MAX_SIDE / max(image.size)
+            image.draft("RGB", (max(1, int(image.width * scale)), max(1, int(image.height * scale))))
+        _decode(image, field=field)
+        exif = _read_exif(image)  # after decoding: a PNG may keep its EXIF chunk after the pixels
+        captured_at = capture_time(exif, owner_timezone)
+        if exif.get(_ORIENTATION) in (5, 6, 7, 8):
+            width, height = height, width
+        upright = _upright(image, exif.get(_ORIENTATION))
+        served = shrink(upright, CLEAN_MAX_SIDE)
+        alpha = has_alpha(upright)
+        return PhotoFacts(
+            width=width,
+            height=height,
+            format=str(image.format),
+            captured_at=captured_at,
+            phash=perceptual_hash(served),
+            clean=png_bytes(served) if alpha else jpeg_bytes(served, quality=85),
+            clean_mime="image/png" if alpha else "image/jpeg",
+            thumbnail=thumbnail_jpeg(served),
+        )
+
+
+def _open(data: bytes, *, field: str, max_pixels: int) -> ImageFile.ImageFile:
+    """Read the header only, and refuse oversized images before any pixel is allocated."""
+    try:
+        image = Image.open(io.BytesIO(data), formats=accepted_formats())
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise InvalidInput(field, "the image dimensions are too large") from exc
+    except Exception as exc:  # Pillow raises many types on hostile headers
+        raise InvalidInput(field, "not a supported image (JPEG, PNG or WebP)") from exc
+    if image.width * image.height > max_pixels:
+        image.close()
+        raise InvalidInput(field, "the image dimensions are too large")
+    return image
+
+
+def _decode(image: Image.Image, *, field: str) -> None:
+    try:
+        image.load()
+    except Exception as exc:  # truncated data raises OSError, corrupt streams anything from SyntaxError on
+        raise InvalidInput(field, "the image is truncated or corrupt") from exc
+
+
+def _upright(image: Image.Image, orientation: object) -> Image.Image:
+    """Apply the EXIF Orientation tag, since the served copy carries no EXIF to say it."""
+    method = _TRANSPOSE_FOR_ORIENTATION.get(orientation) if isinstance(orientation, int) else None
+    return image if method is None else image.transpose(method)
+
+
+def _read_exif(image: Image.Image) -> Image.Exif:
+    try:
+        return image.getexif()
+    except Exception:  # a malformed EXIF block only costs us the capture time and orientation
+        return Image.Exif()
+
+
+def capture_time(exif: Image.Exif, owner_timezone: str) -> datetime | None:
+    """EXIF DateTimeOriginal as an aware UTC datetime, using OffsetTimeOriginal or else the owner's zone."""
+    try:
+        tags = exif.get_ifd(_EXIF_IFD)
+    except Exception:  # a malformed EXIF block only costs us the capture time
+        return None
+    local = _parse_exif_datetime(tags.get(_DATETIME_ORIGINAL))
+    if local is None:
+        return None
+    offset = _parse_offset(tags.get(_OFFSET_TIME_ORIGINAL))
+    zone = offset if offset is not None else ZoneInfo(owner_timezone)
+    return local.replace(tzinfo=zone).astimezone(UTC)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        value = value.decode("ascii", "replace")
+    return value.strip("\x00 ") if isinstance(value, str) else ""
+
+
+def _parse_exif_datetime(value: object) -> datetime | None:
+    text = _text(value)
+    for fmt in _EXIF_DATETIME_FORMATS:
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def _parse_offset(value: object) -> timezone | None:
+    match = _OFFSET.fullmatch(_text(value))
+    if match is None:
+        return None
+    sign, hours, minutes = match.groups()
+    delta = timedelta(hours=int(hours), minutes=int(minutes))
+    if delta >= timedelta(hours=24):
+        return None
+    return timezone(-delta if sign == "-" else delta)
+
+
+def capture_in_window(
+    captured_at: datetime | None,
+    opens_at: datetime,
+    closes_at: datetime,
+    *,
+    slack_seconds: float = 120,
+) -> bool:
+    """No capture time passes; otherwise it must fall in the window, give or take camera clock drift."""
+    if captured_at is None:
+        return True
+    slack = timedelta(seconds=slack_seconds)
+    return opens_at - slack <= captured_at <= closes_at + slack
+
+
+def is_reused(phash: int, earlier: Iterable[int], threshold: int = REUSE_THRESHOLD) -> bool:
+    """True when any earlier hash is within `threshold` bits: the same picture, re-saved or edited."""
+    return any(hamming(phash, other) <= threshold for other in earlier)
