@@ -11,7 +11,7 @@ WORKER_TIMEOUT_MS = 100
 
 
 def configure_broker(redis_url: str, extra_middleware: list[Middleware] | None = None) -> RedisBroker:
-    broker = RedisBroker(url=redis_url)
+    broker = RedisBroker(url=redis_url)  # type: ignore[no-untyped-call]
     for middleware in extra_middleware or []:
         broker.add_middleware(middleware)
     dramatiq.set_broker(broker)

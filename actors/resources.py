@@ -28,7 +28,7 @@ class WorkerResources(AsyncIO):
         self.stopping: asyncio.Event | None = None
 
     def before_worker_boot(self, broker: Any, worker: Any) -> None:
-        super().before_worker_boot(broker, worker)
+        super().before_worker_boot(broker, worker)  # type: ignore[no-untyped-call]
         loop_thread = get_event_loop_thread()
         assert loop_thread is not None
         loop_thread.run_coroutine(self._open())
@@ -47,7 +47,7 @@ class WorkerResources(AsyncIO):
         loop_thread = get_event_loop_thread()
         if loop_thread is not None:
             loop_thread.run_coroutine(self._close())
-        super().after_worker_shutdown(broker, worker)
+        super().after_worker_shutdown(broker, worker)  # type: ignore[no-untyped-call]
 
     async def _close(self) -> None:
         if self.stopping is not None:

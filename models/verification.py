@@ -33,7 +33,7 @@ class Verification(Model):
     media_digest = fields.CharField(max_length=64, null=True)  # the metadata-free copy in the blob store
     media_mime = fields.CharField(max_length=64, null=True)
     thumbnail_digest = fields.CharField(max_length=64, null=True)
-    fingerprints = fields.JSONField(null=True)  # perceptual hashes (hex) for reuse checks
+    fingerprints: fields.JSONField[list[str] | None] = fields.JSONField(null=True)  # perceptual hashes (hex)
 
     note = fields.TextField(null=True)
     reviewer: fields.ForeignKeyNullableRelation[User] = fields.ForeignKeyField(

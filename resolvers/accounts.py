@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import strawberry
 
+from realtime import notices
 from resolvers.permissions import IsAuthenticated, Public
 from schema.context import Info
 from schema.types.user import AuthPayload, User
 from services import accounts
-from realtime import notices
 
 
 @strawberry.type
@@ -42,7 +42,9 @@ class AccountMutations:
         info.context.session = session
         return AuthPayload(token=token, user=User(row=session.user))
 
-    @strawberry.mutation(permission_classes=[IsAuthenticated], description="revokes the token that made this request")
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated], description="revokes the token that made this request"
+    )
     async def logout(self, info: Info) -> bool:
         session = await info.context.authenticate()
         await accounts.logout(session.token_id)

@@ -1,16 +1,39 @@
-"""The contract's enums, registered from the domain enums so there is one list of values."""
+"""The contract's enums: the domain enums themselves, registered with Strawberry (one list of values)."""
 
 from __future__ import annotations
 
 import strawberry
 
-from models import enums
+from models.enums import (
+    EventType,
+    InstanceStatus,
+    PartnershipStatus,
+    RejectionReason,
+    ReviewTimeoutPolicy,
+    TaskState,
+    VerificationMethod,
+    VerificationStatus,
+)
 
-VerificationMethod = strawberry.enum(enums.VerificationMethod)
-TaskState = strawberry.enum(enums.TaskState)
-InstanceStatus = strawberry.enum(enums.InstanceStatus)
-VerificationStatus = strawberry.enum(enums.VerificationStatus)
-RejectionReason = strawberry.enum(enums.RejectionReason)
-ReviewTimeoutPolicy = strawberry.enum(enums.ReviewTimeoutPolicy)
-PartnershipStatus = strawberry.enum(enums.PartnershipStatus)
-EventType = strawberry.enum(enums.EventType)
+for _enum in (
+    EventType,
+    InstanceStatus,
+    PartnershipStatus,
+    RejectionReason,
+    ReviewTimeoutPolicy,
+    TaskState,
+    VerificationMethod,
+    VerificationStatus,
+):
+    strawberry.enum(_enum)
+
+__all__ = [
+    "EventType",
+    "InstanceStatus",
+    "PartnershipStatus",
+    "RejectionReason",
+    "ReviewTimeoutPolicy",
+    "TaskState",
+    "VerificationMethod",
+    "VerificationStatus",
+]

@@ -98,7 +98,9 @@ def _password_matches(password_hash: str, password: str) -> bool:
 
 async def login(email: str, password: str, *, token_ttl_seconds: int) -> tuple[Session, str]:
     user = await User.get_or_none(email=email.strip().lower())
-    matches = await asyncio.to_thread(_password_matches, user.password_hash if user else _DUMMY_HASH, password)
+    matches = await asyncio.to_thread(
+        _password_matches, user.password_hash if user else _DUMMY_HASH, password
+    )
     if user is None or not matches:
         raise Unauthenticated("wrong email or password")
     async with write_transaction():

@@ -59,7 +59,9 @@ async def lock_task(task_id: str) -> Task:
     return await Task.filter(id=task_id).select_for_update().get()
 
 
-async def plan_next_instance(task: Task, *, after: datetime, now: datetime, timing: ChainTiming) -> TaskInstance | None:
+async def plan_next_instance(
+    task: Task, *, after: datetime, now: datetime, timing: ChainTiming
+) -> TaskInstance | None:
     """Plan the first occurrence due after max(after, now); END the task when the rule is exhausted.
 
     Runs inside the caller's transaction, with the task row locked. Occurrences that fell inside an
@@ -93,6 +95,23 @@ async def plan_next_instance(task: Task, *, after: datetime, now: datetime, timi
     return instance
 
 
+async def move_fire_at(
+    instance: TaskInstance, fire_at: datetime, *, now: datetime, timing: ChainTiming
+) -> None:
+    """Point the instance's durable timer at a new time (e.g. its review deadline), linking it if near.
+
+    Runs inside the caller's transaction; the old link, if any, finds fire_at moved and resends or drops.
+    """
+    linked = (fire_at - now).total_seconds() <= timing.link_horizon_seconds
+    link_no = instance.link_no + 1 if linked else instance.link_no
+    await TaskInstance.filter(id=instance.id).update(
+        fire_at=fire_at, link_no=link_no, link_for=fire_at if linked else None
+    )
+    instance.fire_at, instance.link_no, instance.link_for = fire_at, link_no, fire_at if linked else None
+    if linked:
+        send_after_commit(link_message(str(instance.id), link_no, fire_at))
+
+
 async def cancel_open_instance(
     task: Task, now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
 ) -> int:
@@ -118,15 +137,19 @@ async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutco
 async def _settle_pending(
     task: Task, instance: TaskInstance, now: datetime, link_no: int, timing: ChainTiming
 ) -> FireOutcome:
-    if task.deleted_at is not None or task.chain_version != instance.chain_version or task.state != TaskState.ACTIVE:
+    if (
+        task.deleted_at is not None
+        or task.chain_version != instance.chain_version
+        or task.state != TaskState.ACTIVE
+    ):
         # a link of a superseded chain: the row must not stay behind owing work
         await TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING).update(
             status=InstanceStatus.CANCELED, settled_at=now, fire_at=None, link_for=None
         )
         return FireOutcome.STALE
-    missed = await TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING, fire_at__lte=now).update(
-        status=InstanceStatus.MISSED, settled_at=now, fire_at=None, link_for=None
-    )
+    missed = await TaskInstance.filter(
+        id=instance.id, status=InstanceStatus.PENDING, fire_at__lte=now
+    ).update(status=InstanceStatus.MISSED, settled_at=now, fire_at=None, link_for=None)
     if not missed:
         return await _resend_if_early(instance, now, link_no)
     instance.status = InstanceStatus.MISSED
@@ -154,15 +177,18 @@ async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link
         instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW
     ).first()
     if verification is not None:
-        verification.status = VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED
-        verification.reason = None if approve else RejectionReason.REVIEW_TIMED_OUT
-        verification.decided_at = now
-        await verification.save(update_fields=["status", "reason", "decided_at"])
+        await Verification.filter(id=verification.id).update(
+            status=VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
+            reason=None if approve else RejectionReason.REVIEW_TIMED_OUT,
+            decided_at=now,
+        )
     await record_event(
         EventType.VERIFIED if approve else EventType.REJECTED, task, instance, now, verification
     )
     log.info(
-        "review timed out: %s", outcome.value, extra={"task_id": str(task.id), "instance_id": str(instance.id)}
+        "review timed out: %s",
+        outcome.value,
+        extra={"task_id": str(task.id), "instance_id": str(instance.id)},
     )
     return FireOutcome.VERIFIED if approve else FireOutcome.REJECTED
 

@@ -31,7 +31,7 @@ def _send_all(messages: list[Outgoing]) -> None:
     broker = dramatiq.get_broker()
     now = datetime.now(UTC)
     for out in messages:
-        message = dramatiq.Message(
+        message: dramatiq.Message[object] = dramatiq.Message(
             queue_name=CHAIN_QUEUE, actor_name=out.actor_name, args=out.args, kwargs={}, options={}
         )
         delay_ms = int((out.eta - now).total_seconds() * 1000) if out.eta else 0

@@ -27,7 +27,9 @@ async def check_schedule(schedule: Schedule, *, min_interval_seconds: int) -> No
     try:
         await asyncio.to_thread(validate_schedule, schedule, min_interval_seconds=min_interval_seconds)
     except ScheduleError as exc:
-        raise BadInput(f"{SCHEDULE_FIELD}.{exc.field}", exc.message) from None
+        field = f"{SCHEDULE_FIELD}.{exc.field}"
+        message = exc.message.removeprefix(f"{exc.field}: ")
+        raise BadInput(field, f"{field}: {message}") from None
 
 
 def next_due_after(task: Task, after: datetime) -> datetime | None:

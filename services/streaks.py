@@ -13,12 +13,12 @@ async def streak_of(task_id: str) -> int:
     streak = 0
     offset = 0
     while True:
-        statuses = await (
+        statuses: list[InstanceStatus] = await (
             TaskInstance.filter(task_id=task_id, status__in=_COUNTED)
             .order_by("-seq")
             .offset(offset)
             .limit(_BATCH)
-            .values_list("status", flat=True)
+            .values_list("status", flat=True)  # type: ignore[assignment]
         )
         for status in statuses:
             if status != InstanceStatus.VERIFIED:

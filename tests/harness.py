@@ -37,8 +37,13 @@ def child_env(overrides: dict[str, str]) -> dict[str, str]:
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cli", *args], env=child_env(env), cwd=ROOT, check=True,
-        capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "cli", *args],
+        env=child_env(env),
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -53,7 +58,12 @@ class _Process:
     def spawn(self, args: list[str]) -> None:
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(
-                args, env=child_env(self.env), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                args,
+                env=child_env(self.env),
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def log(self) -> str:

@@ -52,7 +52,9 @@ async def test_email_is_unique_case_insensitively(api: ApiClient) -> None:
     ("email", "password", "field"),
     [("not-an-email", "long enough pw", "email"), ("ok@example.com", "short", "password")],
 )
-async def test_bad_registration_names_the_field(api: ApiClient, email: str, password: str, field: str) -> None:
+async def test_bad_registration_names_the_field(
+    api: ApiClient, email: str, password: str, field: str
+) -> None:
     with pytest.raises(GraphQLFailure) as failure:
         await api.execute(
             'mutation($e: String!, $p: String!) { register(email: $e, password: $p, displayName: "X") { token } }',
@@ -77,7 +79,8 @@ async def test_wrong_password_and_unknown_user_look_the_same(api: ApiClient) -> 
     for email in (user["email"], "nobody-here@example.com"):
         with pytest.raises(GraphQLFailure) as failure:
             await api.execute(
-                'mutation($e: String!) { login(email: $e, password: "wrong password") { token } }', {"e": email}
+                'mutation($e: String!) { login(email: $e, password: "wrong password") { token } }',
+                {"e": email},
             )
         assert failure.value.code == "UNAUTHENTICATED"
         messages.append(failure.value.message)

@@ -1,0 +1,263 @@
+"""Tasks over real HTTP: the contract's task operations, schedules across DST, and bad input."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.harness import ApiClient, GraphQLFailure
+
+TASK_FIELDS = """
+  id title description method state streak createdAt
+  owner { id displayName }
+  schedule { startsAt rrule timezone windowSeconds graceSeconds }
+  gps { center { latitude longitude } radiusMeters maxAccuracyMeters }
+  video { minDurationSeconds }
+  partnerReview { reviewWindowSeconds onTimeout }
+  currentInstance { id status opensAt dueAt closesAt isOpen }
+  upcoming(first: 4)
+"""
+CREATE = f"mutation($input: CreateTaskInput!) {{ createTask(input: $input) {{ {TASK_FIELDS} }} }}"
+
+
+def task_input(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "title": "Gym",
+        "method": "PHOTO",
+        "schedule": {
+            "startsAt": (datetime.now(UTC) + timedelta(days=1)).isoformat(),
+            "rrule": "FREQ=DAILY",
+            "timezone": "UTC",
+        },
+    }
+    base.update(overrides)
+    return base
+
+
+async def create(api: ApiClient, token: str, **overrides: Any) -> dict[str, Any]:
+    task: dict[str, Any] = (await api.execute(CREATE, {"input": task_input(**overrides)}, token=token))[
+        "createTask"
+    ]
+    return task
+
+
+async def test_daily_berlin_task_keeps_local_time_across_dst(api: ApiClient) -> None:
+    token, _ = await api.register(timezone="Europe/Berlin")
+    # 07:30 in Berlin, starting the day before the October change (CEST +02:00 -> CET +01:00)
+    task = await create(
+        api,
+        token,
+        title="Run",
+        schedule={
+            "startsAt": "2027-10-30T07:30:00+02:00",
+            "rrule": "FREQ=DAILY",
+            "timezone": "Europe/Berlin",
+        },
+    )
+    assert task["state"] == "ACTIVE"
+    assert task["upcoming"][:3] == [
+        "2027-10-30T07:30:00+02:00",
+        "2027-10-31T07:30:00+01:00",
+        "2027-11-01T07:30:00+01:00",
+    ]
+    current = task["currentInstance"]
+    assert current["status"] == "PENDING"
+    assert current["dueAt"] == "2027-10-30T07:30:00+02:00"
+    assert current["opensAt"] == "2027-10-30T06:30:00+02:00"  # default window: one hour
+    assert current["isOpen"] is False
+
+
+async def test_create_gps_task_shows_its_rule_to_the_owner(api: ApiClient) -> None:
+    token, user = await api.register()
+    task = await create(
+        api,
+        token,
+        method="GPS",
+        gps={"center": {"latitude": 52.52, "longitude": 13.405}, "radiusMeters": 150},
+    )
+    assert task["gps"] == {
+        "center": {"latitude": 52.52, "longitude": 13.405},
+        "radiusMeters": 150.0,
+        "maxAccuracyMeters": 100.0,
+    }
+    assert task["owner"]["id"] == user["id"]
+    assert task["streak"] == 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"schedule": {"startsAt": "2030-01-01T07:00:00+00:00", "rrule": "FREQ=DAILY;BYFOO=1"}}, "rrule"),
+        ({"schedule": {"startsAt": "2030-01-01T07:00:00+00:00", "rrule": "nonsense"}}, "rrule"),
+        ({"schedule": {"startsAt": "2030-01-01T07:00:00+00:00", "timezone": "Nowhere/Land"}}, "timezone"),
+        ({"schedule": {"startsAt": "2030-01-01T07:00:00+00:00", "rrule": "FREQ=SECONDLY"}}, "windowSeconds"),
+        (
+            {
+                "schedule": {
+                    "startsAt": "2030-01-01T07:00:00+00:00",
+                    "rrule": "FREQ=HOURLY",
+                    "windowSeconds": 3000,
+                    "graceSeconds": 700,
+                }
+            },
+            "windowSeconds",
+        ),
+        ({"schedule": {"startsAt": "2030-01-01T07:00:00"}}, "startsAt"),
+        ({"method": "GPS"}, "gps"),
+        ({"method": "VIDEO"}, "video"),
+        (
+            {"method": "GPS", "gps": {"center": {"latitude": 91, "longitude": 0}, "radiusMeters": 5}},
+            "latitude",
+        ),
+        (
+            {"method": "GPS", "gps": {"center": {"latitude": 0, "longitude": 181}, "radiusMeters": 5}},
+            "longitude",
+        ),
+        (
+            {"method": "GPS", "gps": {"center": {"latitude": 0, "longitude": 0}, "radiusMeters": 0}},
+            "radiusMeters",
+        ),
+        ({"title": "   "}, "title"),
+    ],
+)
+async def test_bad_input_names_the_field(api: ApiClient, overrides: dict[str, Any], field: str) -> None:
+    token, _ = await api.register()
+    before = (await api.execute("query { tasks { totalCount } }", token=token))["tasks"]["totalCount"]
+    with pytest.raises(GraphQLFailure) as failure:
+        await create(api, token, **overrides)
+    assert failure.value.code == "BAD_USER_INPUT"
+    assert failure.value.field is not None and failure.value.field.endswith(field), failure.value.errors
+    assert field.split(".")[-1] in failure.value.message
+    after = (await api.execute("query { tasks { totalCount } }", token=token))["tasks"]["totalCount"]
+    assert after == before  # nothing stored half-way
+
+
+async def test_interval_under_the_minimum_is_refused(api: ApiClient) -> None:
+    token, _ = await api.register()
+    # the test server runs with MIN_INTERVAL_SECONDS=1: sub-second rules cannot exist, so use its message
+    with pytest.raises(GraphQLFailure) as failure:
+        await create(
+            api,
+            token,
+            schedule={
+                "startsAt": "2030-01-01T07:00:00+00:00",
+                "rrule": "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30",
+            },
+        )
+    assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", "input.schedule.rrule")
+
+
+async def test_one_off_task_and_count_exhaustion(api: ApiClient) -> None:
+    token, _ = await api.register()
+    one_off = await create(api, token, schedule={"startsAt": "2030-05-01T09:00:00+00:00"})
+    assert one_off["upcoming"] == ["2030-05-01T09:00:00+00:00"]
+    counted = await create(
+        api, token, schedule={"startsAt": "2030-05-01T09:00:00+00:00", "rrule": "FREQ=WEEKLY;COUNT=2"}
+    )
+    assert counted["upcoming"] == ["2030-05-01T09:00:00+00:00", "2030-05-08T09:00:00+00:00"]
+    past = await create(api, token, schedule={"startsAt": "2020-05-01T09:00:00+00:00"})
+    assert past["state"] == "ENDED"
+    assert past["currentInstance"] is None
+
+
+async def test_pause_resume_update_delete(api: ApiClient) -> None:
+    token, _ = await api.register()
+    task = await create(api, token)
+    first_instance = task["currentInstance"]["id"]
+
+    paused = (
+        await api.execute(
+            "mutation($id: ID!) { pauseTask(id: $id) { state currentInstance { id } } }",
+            {"id": task["id"]},
+            token=token,
+        )
+    )["pauseTask"]
+    assert paused == {"state": "PAUSED", "currentInstance": None}
+    canceled = (
+        await api.execute(
+            "query($id: ID!) { instance(id: $id) { status } }", {"id": first_instance}, token=token
+        )
+    )["instance"]
+    assert canceled["status"] == "CANCELED"
+
+    resumed = (
+        await api.execute(
+            "mutation($id: ID!) { resumeTask(id: $id) { state currentInstance { id status } } }",
+            {"id": task["id"]},
+            token=token,
+        )
+    )["resumeTask"]
+    assert resumed["state"] == "ACTIVE"
+    assert resumed["currentInstance"]["status"] == "PENDING"
+    assert resumed["currentInstance"]["id"] != first_instance
+
+    updated = (
+        await api.execute(
+            """mutation($id: ID!, $input: UpdateTaskInput!) { updateTask(id: $id, input: $input) {
+             title schedule { rrule windowSeconds } currentInstance { id dueAt } instances(first: 10) {
+             totalCount edges { node { status } } } } }""",
+            {
+                "id": task["id"],
+                "input": {"title": "Gym, early", "schedule": {"rrule": "FREQ=WEEKLY;BYDAY=MO,WE,FR"}},
+            },
+            token=token,
+        )
+    )["updateTask"]
+    assert updated["title"] == "Gym, early"
+    assert updated["schedule"]["rrule"] == "FREQ=WEEKLY;BYDAY=MO,WE,FR"
+    statuses = [e["node"]["status"] for e in updated["instances"]["edges"]]
+    assert statuses == ["PENDING", "CANCELED", "CANCELED"]  # newest first; exactly one PENDING
+    weekday = datetime.fromisoformat(updated["currentInstance"]["dueAt"]).weekday()
+    assert weekday in (0, 2, 4)
+
+    assert (await api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": task["id"]}, token=token))[
+        "deleteTask"
+    ] is True
+    gone = await api.execute("query($id: ID!) { task(id: $id) { id } }", {"id": task["id"]}, token=token)
+    assert gone["task"] is None
+
+
+async def test_tasks_connection_pages_with_stable_cursors(api: ApiClient) -> None:
+    token, _ = await api.register()
+    ids = [(await create(api, token, title=f"T{i}"))["id"] for i in range(5)]
+    seen: list[str] = []
+    after = None
+    while True:
+        page = (
+            await api.execute(
+                "query($after: String) { tasks(first: 2, after: $after) { totalCount edges { cursor node { id } }"
+                " pageInfo { hasNextPage endCursor } } }",
+                {"after": after},
+                token=token,
+            )
+        )["tasks"]
+        assert page["totalCount"] == 5
+        seen += [e["node"]["id"] for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == list(reversed(ids))  # newest first, each once
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute("query { tasks(first: 101) { totalCount } }", token=token)
+    assert failure.value.code == "BAD_USER_INPUT"
+
+
+async def test_strangers_see_nothing_and_cannot_act(api: ApiClient) -> None:
+    owner, _ = await api.register()
+    stranger, _ = await api.register()
+    task = await create(api, owner)
+    seen = await api.execute("query($id: ID!) { task(id: $id) { id } }", {"id": task["id"]}, token=stranger)
+    assert seen["task"] is None
+    instance = await api.execute(
+        "query($id: ID!) { instance(id: $id) { id } }", {"id": task["currentInstance"]["id"]}, token=stranger
+    )
+    assert instance["instance"] is None
+    for mutation in ("pauseTask(id: $id) { id }", "resumeTask(id: $id) { id }", "deleteTask(id: $id)"):
+        with pytest.raises(GraphQLFailure) as failure:
+            await api.execute(f"mutation($id: ID!) {{ {mutation} }}", {"id": task["id"]}, token=stranger)
+        assert failure.value.code == "NOT_FOUND"
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute('mutation { pauseTask(id: "not-a-uuid") { id } }', token=owner)
+    assert failure.value.code == "NOT_FOUND"
