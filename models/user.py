@@ -23,7 +23,8 @@ class AuthToken(Model):
     user: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(
         "models.User", related_name="tokens", on_delete=fields.CASCADE
     )
-    digest = fields.CharField(max_length=64, unique=True)  # sha256 of the token: a leaked table grants nothing
+    # sha256 of the token: a leaked table grants nothing
+    digest = fields.CharField(max_length=64, unique=True)
     created_at = fields.DatetimeField(auto_now_add=True)
     expires_at = fields.DatetimeField()
     revoked_at = fields.DatetimeField(null=True)

@@ -22,7 +22,7 @@ PG_ADMIN_URL = os.environ.get("PROOFLOOP_TEST_PG_URL", "postgres://postgres@127.
 REDIS_URL = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
-def _pg_url(database: str) -> str:
+def pg_url(database: str) -> str:
     return PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{database}"
 
 
@@ -39,7 +39,7 @@ def database_url() -> Iterator[str]:
             await conn.close()
 
     asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    url = _pg_url(name)
+    url = pg_url(name)
     from tests.harness import run_cli
 
     run_cli(["migrate"], {"PROOFLOOP_DATABASE_URL": url})

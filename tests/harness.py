@@ -72,7 +72,11 @@ class _Process:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
-        os.killpg(self.proc.pid, sig)
+        # SIGTERM to the command alone, which stops its children in order; SIGKILL to the whole group
+        if sig == signal.SIGKILL:
+            os.killpg(self.proc.pid, sig)
+        else:
+            self.proc.send_signal(sig)
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -193,3 +197,77 @@ class ApiClient:
             {"e": f"{name}@example.com", "p": "correct horse battery", "n": name, "tz": timezone},
         )
         return data["register"]["token"], data["register"]["user"]
+
+
+# Proofs, partners and reviews: tasks whose window is open now, partner pairs, and file uploads.
+
+BERLIN = (52.52, 13.405)
+TASK_WITH_INSTANCE = """mutation($input: CreateTaskInput!) {
+  createTask(input: $input) { id currentInstance { id status dueAt opensAt closesAt } }
+}"""
+
+
+def open_schedule(starts_in_seconds: float = 30, window_seconds: int = 3600) -> dict[str, Any]:
+    """A daily schedule whose first instance is open now (due shortly, window open, grace one minute)."""
+    from datetime import UTC, datetime, timedelta
+
+    # whole seconds: recurrence works in seconds (a sub-second DTSTART would skip the first occurrence)
+    starts = (datetime.now(UTC) + timedelta(seconds=starts_in_seconds)).replace(microsecond=0)
+    return {
+        "startsAt": starts.isoformat(),
+        "rrule": "FREQ=DAILY",
+        "timezone": "UTC",
+        "windowSeconds": window_seconds,
+        "graceSeconds": 60,
+    }
+
+
+def task_rules(method: str) -> dict[str, Any]:
+    if method == "GPS":
+        return {"gps": {"center": {"latitude": BERLIN[0], "longitude": BERLIN[1]}, "radiusMeters": 150}}
+    if method == "VIDEO":
+        return {"video": {"minDurationSeconds": 2}}
+    if method == "PARTNER":
+        return {"partnerReview": {"reviewWindowSeconds": 3600, "onTimeout": "REJECT"}}
+    return {}
+
+
+async def create_open_task(
+    api: ApiClient, token: str, method: str, schedule: dict[str, Any] | None = None, **rules: Any
+) -> tuple[str, str]:
+    """A task of `method` whose current instance accepts proof now: (task id, instance id)."""
+    task_input = {"title": f"{method.title()} task", "method": method, "schedule": schedule or open_schedule()}
+    task_input.update(task_rules(method))
+    task_input.update(rules)
+    task = (await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token))["createTask"]
+    return task["id"], task["currentInstance"]["id"]
+
+
+async def partner_pair(api: ApiClient) -> tuple[str, str, str, str]:
+    """An owner and an ACTIVE partner watching them: (owner token, owner id, partner token, partner id)."""
+    owner_token, owner = await api.register()
+    partner_token, partner = await api.register()
+    invite = await api.execute(
+        "mutation($e: String!) { invitePartner(email: $e) { id } }", {"e": partner["email"]}, token=owner_token
+    )
+    await api.execute(
+        "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }",
+        {"id": invite["invitePartner"]["id"]},
+        token=partner_token,
+    )
+    return owner_token, owner["id"], partner_token, partner["id"]
+
+
+def file_var(data: bytes, filename: str = "proof.jpg", content_type: str = "application/octet-stream") -> Any:
+    import io
+
+    from gql import FileVar
+
+    return FileVar(io.BytesIO(data), filename=filename, content_type=content_type)
+
+
+async def upload(
+    api: ApiClient, document: str, variables: dict[str, Any], *, token: str | None
+) -> dict[str, Any]:
+    """Run a document whose variables hold file_var(...) values as a GraphQL multipart request."""
+    return await api.execute(document, variables, token=token, upload_files=True)

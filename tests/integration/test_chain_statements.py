@@ -1,0 +1,74 @@
+"""One fire costs the same number of SQL statements however many tasks its owner has (O(1) per link)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from models import Event, EventType, InstanceStatus, Task, TaskInstance, User, VerificationMethod
+from services.chain import ChainTiming, FireOutcome, fire
+from services.tasks import TaskDraft, create_task
+from verification.recurrence import Schedule
+
+NO_LINKS = ChainTiming(link_horizon_seconds=0)  # plan without sending: this test calls fire itself
+
+
+class StatementCounter(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.statements = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.statements += 1
+
+
+async def _user_with_tasks(count: int) -> Task:
+    user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
+    draft = TaskDraft(
+        title="Daily",
+        description=None,
+        method=VerificationMethod.PHOTO,
+        schedule=Schedule(
+            starts_at=datetime.now(UTC) + timedelta(days=1),
+            rrule="FREQ=DAILY",
+            timezone="UTC",
+            window_seconds=3600,
+            grace_seconds=0,
+        ),
+    )
+    tasks = [await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS) for _ in range(count)]
+    return tasks[0]
+
+
+async def _statements_of_one_fire(task: Task) -> int:
+    instance = await TaskInstance.get(task_id=task.id, status=InstanceStatus.PENDING)
+    now = datetime.now(UTC)
+    # due now, with a live link of its own, so the run's worker pump leaves it to this test
+    await TaskInstance.filter(id=instance.id).update(fire_at=now, link_for=now, link_no=1, due_at=now)
+    counter = StatementCounter()
+    logger = logging.getLogger("tortoise.db_client")
+    previous = logger.level
+    logger.addHandler(counter)
+    logger.setLevel(logging.DEBUG)
+    try:
+        outcome = await fire(str(instance.id), 1, NO_LINKS)
+    finally:
+        logger.removeHandler(counter)
+        logger.setLevel(previous)
+    assert outcome is FireOutcome.MISSED
+    return counter.statements
+
+
+@pytest.mark.usefixtures("orm")
+async def test_a_fire_runs_as_many_statements_for_1_task_as_for_500() -> None:
+    lone = await _user_with_tasks(1)
+    busy = await _user_with_tasks(500)
+    few, many = await _statements_of_one_fire(lone), await _statements_of_one_fire(busy)
+    assert few == many
+    assert few > 3  # it did read, settle, record and plan
+    for task in (lone, busy):
+        assert await TaskInstance.filter(task_id=task.id, status=InstanceStatus.PENDING).count() == 1
+        assert await Event.filter(task_id=task.id, type=EventType.MISSED).count() == 1
