@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import Enum
+from enum import StrEnum
 
 from tortoise.expressions import F
 
@@ -25,6 +25,7 @@ from models import (
     Verification,
     VerificationStatus,
 )
+from observability.metrics import count_links_sent, observe_settlement
 from services.db import db_now, write_transaction
 from services.events import record_event
 from services.messaging import Outgoing, send, send_after_commit
@@ -41,7 +42,7 @@ class ChainTiming:
     link_horizon_seconds: float
 
 
-class FireOutcome(str, Enum):
+class FireOutcome(StrEnum):
     NOTHING_OWED = "nothing_owed"
     EARLY = "early"
     STALE = "stale"
@@ -92,6 +93,7 @@ async def plan_next_instance(
     if linked:
         # inside the horizon the chain links itself; farther ones are the pump's to hand over
         send_after_commit(link_message(str(instance.id), 1, fire_at))
+        count_links_sent("chain")
     return instance
 
 
@@ -110,6 +112,7 @@ async def move_fire_at(
     instance.fire_at, instance.link_no, instance.link_for = fire_at, link_no, fire_at if linked else None
     if linked:
         send_after_commit(link_message(str(instance.id), link_no, fire_at))
+        count_links_sent("chain")
 
 
 async def cancel_open_instance(
@@ -146,6 +149,7 @@ async def _settle_pending(
         await TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING).update(
             status=InstanceStatus.CANCELED, settled_at=now, fire_at=None, link_for=None
         )
+        observe_settlement(InstanceStatus.CANCELED.value, instance.fire_at, now)
         return FireOutcome.STALE
     missed = await TaskInstance.filter(
         id=instance.id, status=InstanceStatus.PENDING, fire_at__lte=now
@@ -153,6 +157,7 @@ async def _settle_pending(
     if not missed:
         return await _resend_if_early(instance, now, link_no)
     instance.status = InstanceStatus.MISSED
+    observe_settlement(InstanceStatus.MISSED.value, instance.fire_at, now)
     await record_event(EventType.MISSED, task, instance, now)
     await plan_next_instance(task, after=instance.due_at, now=now, timing=timing)
     log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
@@ -171,6 +176,7 @@ async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link
     if not settled:
         return await _resend_if_early(instance, now, link_no)
     instance.status = outcome
+    observe_settlement(outcome.value, instance.fire_at, now)
     if outcome is InstanceStatus.CANCELED:
         return FireOutcome.STALE
     verification = await Verification.filter(
@@ -205,6 +211,7 @@ async def _resend_if_early(instance: TaskInstance, now: datetime, link_no: int) 
     )
     if claimed:
         send_after_commit(link_message(str(instance.id), link_no + 1, current.fire_at))
+        count_links_sent("chain")
     return FireOutcome.EARLY
 
 

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from models import Partnership, PartnershipStatus, ReviewTimeoutPolicy, Task, TaskState, User, VerificationMethod
+from models import (
+    Partnership,
+    PartnershipStatus,
+    ReviewTimeoutPolicy,
+    Task,
+    TaskState,
+    User,
+    VerificationMethod,
+)
 from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
 from services.db import db_now, write_transaction
-from services.ids import parse_id
 from services.errors import BadInput, Conflict, Forbidden, NotFound
+from services.ids import parse_id
 from services.schedules import check_schedule, next_due_after
 from verification.recurrence import Schedule
 
@@ -122,10 +130,13 @@ def _check_rules(draft: TaskDraft) -> None:
         check_partner_rule(draft.partner)
 
 
-async def create_task(owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming) -> Task:
+async def create_task(
+    owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming
+) -> Task:
     title = _check_title(draft.title)
     description = _check_description(draft.description)
     _check_rules(draft)
+    draft = replace(draft, schedule=whole_seconds(draft.schedule))
     await check_schedule(draft.schedule, min_interval_seconds=min_interval_seconds)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
@@ -153,6 +164,11 @@ async def create_task(owner: User, draft: TaskDraft, *, min_interval_seconds: in
         # a one-off whose time has passed plans nothing and ends at once
         await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing)
     return task
+
+
+def whole_seconds(schedule: Schedule) -> Schedule:
+    """Occurrences fall on whole seconds, so DTSTART does too (else the first one would be skipped)."""
+    return replace(schedule, starts_at=schedule.starts_at.replace(microsecond=0))
 
 
 def _before(at: datetime) -> datetime:
@@ -213,7 +229,7 @@ async def update_task(
             raise BadInput("input.video", "applies only to VIDEO tasks")
         if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
             raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
-        schedule = _patched_schedule(task, patch.schedule) if patch.schedule else None
+        schedule = whole_seconds(_patched_schedule(task, patch.schedule)) if patch.schedule else None
         if schedule is not None:
             await check_schedule(schedule, min_interval_seconds=min_interval_seconds)
         _apply_fields(task, title, description, patch)

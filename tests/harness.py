@@ -236,7 +236,11 @@ async def create_open_task(
     api: ApiClient, token: str, method: str, schedule: dict[str, Any] | None = None, **rules: Any
 ) -> tuple[str, str]:
     """A task of `method` whose current instance accepts proof now: (task id, instance id)."""
-    task_input = {"title": f"{method.title()} task", "method": method, "schedule": schedule or open_schedule()}
+    task_input = {
+        "title": f"{method.title()} task",
+        "method": method,
+        "schedule": schedule or open_schedule(),
+    }
     task_input.update(task_rules(method))
     task_input.update(rules)
     task = (await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token))["createTask"]
@@ -248,7 +252,9 @@ async def partner_pair(api: ApiClient) -> tuple[str, str, str, str]:
     owner_token, owner = await api.register()
     partner_token, partner = await api.register()
     invite = await api.execute(
-        "mutation($e: String!) { invitePartner(email: $e) { id } }", {"e": partner["email"]}, token=owner_token
+        "mutation($e: String!) { invitePartner(email: $e) { id } }",
+        {"e": partner["email"]},
+        token=owner_token,
     )
     await api.execute(
         "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }",

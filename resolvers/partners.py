@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import strawberry
+
+from resolvers.permissions import IsAuthenticated
+from schema.context import Info
+from schema.types.partnership import Partnership
+from services import partners
+
+
+@strawberry.type
+class PartnerQueries:
+    @strawberry.field(permission_classes=[IsAuthenticated], description="both directions")
+    async def partnerships(self, info: Info) -> list[Partnership]:
+        rows = await partners.partnerships_of(await info.context.viewer())
+        return [Partnership(row=row) for row in rows]
+
+
+@strawberry.type
+class PartnerMutations:
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def invite_partner(self, info: Info, email: str) -> Partnership:
+        return Partnership(row=await partners.invite_partner(await info.context.viewer(), email))
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def respond_to_invite(self, info: Info, partnership_id: strawberry.ID, accept: bool) -> Partnership:
+        row = await partners.respond_to_invite(await info.context.viewer(), str(partnership_id), accept)
+        return Partnership(row=row)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def remove_partner(self, info: Info, partnership_id: strawberry.ID) -> bool:
+        await partners.remove_partner(await info.context.viewer(), str(partnership_id))
+        return True

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from starlette.datastructures import UploadFile
+from strawberry.file_uploads import Upload
+
+from resolvers.permissions import IsAuthenticated
+from resolvers.tasks import chain_timing
+from schema.context import Info
+from schema.inputs import GeoPointInput, aware
+from schema.types.verification import Verification
+from services import media_proofs, proofs
+from services.db import db_now
+from services.errors import BadInput, PayloadTooLarge
+from services.media_proofs import MediaPolicy
+from settings import Settings
+
+
+def media_policy(settings: Settings) -> MediaPolicy:
+    return MediaPolicy(media_dir=settings.media_dir, max_image_pixels=settings.max_image_pixels)
+
+
+async def read_upload(upload: object, field: str, max_bytes: int) -> bytes:
+    """The uploaded file's bytes, never more than the configured limit (the middleware caps the body too)."""
+    if isinstance(upload, UploadFile):
+        data = await upload.read(max_bytes + 1)
+    elif isinstance(upload, bytes):
+        data = upload
+    else:
+        raise BadInput(field, "must be a file sent as a multipart upload")
+    if len(data) > max_bytes:
+        raise PayloadTooLarge(f"{field}: the file is larger than {max_bytes} bytes")
+    return data
+
+
+@strawberry.type
+class ProofMutations:
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def check_in(
+        self,
+        info: Info,
+        instance_id: strawberry.ID,
+        location: GeoPointInput,
+        accuracy_meters: float,
+        recorded_at: datetime | None = None,
+    ) -> Verification:
+        arrival = await db_now()  # the proof's time: before anything else is done
+        settings = info.context.settings
+        check_in = proofs.CheckIn(
+            latitude=location.latitude,
+            longitude=location.longitude,
+            accuracy_meters=accuracy_meters,
+            recorded_at=aware(recorded_at, "recordedAt") if recorded_at is not None else None,
+        )
+        row = await proofs.check_in(
+            await info.context.viewer(),
+            str(instance_id),
+            check_in,
+            arrival=arrival,
+            max_speed_kmh=settings.max_speed_kmh,
+            timing=chain_timing(settings),
+        )
+        return Verification(row=row)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def submit_photo(self, info: Info, instance_id: strawberry.ID, photo: Upload) -> Verification:
+        arrival = await db_now()
+        settings = info.context.settings
+        data = await read_upload(photo, "photo", settings.max_upload_bytes)
+        row = await media_proofs.submit_photo(
+            await info.context.viewer(),
+            str(instance_id),
+            data,
+            arrival=arrival,
+            policy=media_policy(settings),
+            timing=chain_timing(settings),
+        )
+        return Verification(row=row)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def submit_video(self, info: Info, instance_id: strawberry.ID, video: Upload) -> Verification:
+        arrival = await db_now()
+        settings = info.context.settings
+        data = await read_upload(video, "video", settings.max_upload_bytes)
+        row = await media_proofs.submit_video(
+            await info.context.viewer(),
+            str(instance_id),
+            data,
+            arrival=arrival,
+            policy=media_policy(settings),
+            timing=chain_timing(settings),
+        )
+        return Verification(row=row)

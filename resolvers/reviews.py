@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import strawberry
+from strawberry.file_uploads import Upload
+
+from resolvers.permissions import IsAuthenticated
+from resolvers.proofs import media_policy, read_upload
+from resolvers.tasks import chain_timing
+from schema.context import Info
+from schema.types.pagination import check_first
+from schema.types.verification import Verification
+from services import reviews
+from services.db import db_now
+
+
+@strawberry.type
+class ReviewQueries:
+    @strawberry.field(
+        permission_classes=[IsAuthenticated],
+        description="PENDING_REVIEW verifications you may decide, oldest first",
+    )
+    async def review_queue(self, info: Info, first: int | None = 50) -> list[Verification]:
+        first = check_first(50 if first is None else first)
+        rows = await reviews.review_queue(await info.context.viewer(), first)
+        return [Verification(row=row) for row in rows]
+
+
+@strawberry.type
+class ReviewMutations:
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def request_review(
+        self, info: Info, instance_id: strawberry.ID, note: str | None = None, photo: Upload | None = None
+    ) -> Verification:
+        arrival = await db_now()
+        settings = info.context.settings
+        data = await read_upload(photo, "photo", settings.max_upload_bytes) if photo is not None else None
+        row = await reviews.request_review(
+            await info.context.viewer(),
+            str(instance_id),
+            note,
+            data,
+            arrival=arrival,
+            policy=media_policy(settings),
+            timing=chain_timing(settings),
+        )
+        return Verification(row=row)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def review(
+        self, info: Info, verification_id: strawberry.ID, approve: bool, comment: str | None = None
+    ) -> Verification:
+        arrival = await db_now()
+        row = await reviews.decide_review(
+            await info.context.viewer(), str(verification_id), approve, comment, arrival=arrival
+        )
+        return Verification(row=row)

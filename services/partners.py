@@ -1,0 +1,91 @@
+"""Partnerships: invite by email, accept or decline, remove from either side."""
+
+from __future__ import annotations
+
+from tortoise.expressions import Q
+
+from models import Partnership, PartnershipStatus, User
+from realtime import notices
+from services.accounts import normalize_email
+from services.db import db_now, on_commit, write_transaction
+from services.errors import BadInput, Conflict, Forbidden, NotFound
+from services.ids import parse_id
+
+_OPEN = (PartnershipStatus.INVITED, PartnershipStatus.ACTIVE)
+
+
+async def invite_partner(viewer: User, email: str) -> Partnership:
+    """Invite whoever owns `email` to watch the viewer.
+
+    Never reveals whether an account exists: the partnership is created the same way for a known and an
+    unknown address, with partner = null and the typed (lower-cased) email, and the answer is the same.
+    The invitee is matched by email when they list partnerships or respond; an address nobody owns yet
+    simply stays INVITED (and an account registered later with it may still accept).
+    """
+    email = normalize_email(email, "email")
+    if email == viewer.email.lower():
+        raise BadInput("email", "you cannot be your own partner")
+    async with write_transaction():
+        # serializes this user's invites, so two at once cannot both pass the duplicate check
+        await User.filter(id=viewer.id).select_for_update().first()
+        duplicate = await Partnership.filter(
+            Q(invited_email=email) | Q(partner__email=email), user_id=viewer.id, status__in=_OPEN
+        ).exists()
+        if duplicate:
+            raise Conflict("an invite to this address is already open or accepted")
+        return await Partnership.create(
+            user_id=viewer.id, invited_email=email, status=PartnershipStatus.INVITED
+        )
+
+
+async def respond_to_invite(viewer: User, partnership_id: str, accept: bool) -> Partnership:
+    """The invitee (the account whose email the invite went to) accepts or declines, once."""
+    row = await Partnership.get_or_none(id=parse_id(partnership_id, "partnership"))
+    if row is None:
+        raise NotFound("no such partnership")
+    if row.invited_email != viewer.email.lower():
+        if str(row.user_id) == str(viewer.id):
+            raise Forbidden("only the invitee may respond to an invite")
+        raise NotFound("no such partnership")
+    status = PartnershipStatus.ACTIVE if accept else PartnershipStatus.DECLINED
+    async with write_transaction():
+        now = await db_now()
+        # a decline keeps partner null: the inviter learns the answer, not who gave it
+        answered = await Partnership.filter(id=row.id, status=PartnershipStatus.INVITED).update(
+            status=status, partner_id=viewer.id if accept else None, responded_at=now
+        )
+    if not answered:
+        raise Conflict("this invite was already answered or withdrawn")
+    await row.refresh_from_db()
+    return row
+
+
+async def remove_partner(viewer: User, partnership_id: str) -> None:
+    """Either side ends a partnership (or withdraws / refuses an open invite); open feeds stop at once."""
+    async with write_transaction():
+        row = await Partnership.filter(id=parse_id(partnership_id, "partnership")).select_for_update().first()
+        if row is None or not _is_party(viewer, row):
+            raise NotFound("no such partnership")
+        if row.status not in _OPEN:
+            raise Conflict(f"the partnership is already {row.status.value}")
+        await Partnership.filter(id=row.id).update(status=PartnershipStatus.REMOVED)
+        if row.partner_id is not None:
+            user_id, partner_id = str(row.user_id), str(row.partner_id)
+
+            async def announce() -> None:
+                await notices.publish_control("partnership_removed", user_id=user_id, partner_id=partner_id)
+
+            on_commit(announce)
+
+
+def _is_party(viewer: User, row: Partnership) -> bool:
+    if str(viewer.id) in (str(row.user_id), str(row.partner_id)):
+        return True
+    return row.status is PartnershipStatus.INVITED and row.invited_email == viewer.email.lower()
+
+
+async def partnerships_of(viewer: User) -> list[Partnership]:
+    """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email."""
+    return await Partnership.filter(
+        Q(user_id=viewer.id) | Q(partner_id=viewer.id) | Q(invited_email=viewer.email.lower())
+    ).order_by("-created_at", "-id")

@@ -1,0 +1,155 @@
+"""Partner reviews: the owner asks, an active partner decides before the review deadline.
+
+A review request takes the instance out of PENDING, so its transaction plans the next instance too;
+the review then runs beside the schedule until its deadline, where the chain applies onTimeout.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from models import (
+    EventType,
+    InstanceStatus,
+    Partnership,
+    PartnershipStatus,
+    RejectionReason,
+    Task,
+    TaskInstance,
+    TaskState,
+    User,
+    Verification,
+    VerificationMethod,
+    VerificationStatus,
+)
+from services.chain import ChainTiming, lock_task, move_fire_at, plan_next_instance
+from services.db import write_transaction
+from services.errors import BadInput, Conflict, Forbidden, NotFound
+from services.events import record_event
+from services.ids import parse_id
+from services.media_proofs import MediaPolicy, inspect_photo_bytes, media_reason, media_verification
+from services.proofs import ProofTarget, new_verification, proof_target, record_rejected, window_reason
+from services.tasks import is_active_partner
+
+MAX_NOTE = 2000
+DEFAULT_REVIEW_WINDOW_SECONDS = 86400
+
+
+def review_deadline(task: Task, due_at: datetime) -> datetime:
+    window = task.review_window_seconds or DEFAULT_REVIEW_WINDOW_SECONDS
+    return due_at + timedelta(seconds=max(task.grace_seconds, window))
+
+
+def _check_text(value: str | None, field: str) -> str | None:
+    if value is not None and len(value) > MAX_NOTE:
+        raise BadInput(field, f"must be at most {MAX_NOTE} characters")
+    return value
+
+
+async def request_review(
+    viewer: User,
+    instance_id: str,
+    note: str | None,
+    photo: bytes | None,
+    *,
+    arrival: datetime,
+    policy: MediaPolicy,
+    timing: ChainTiming,
+) -> Verification:
+    """Put the owner's PENDING instance up for review; an attached photo passes the photo rules first.
+
+    The photo is judged like submitPhoto's (capture time, reuse), so partners are never asked to spot
+    a recycled picture; a failing photo is a REJECTED Verification and the instance stays PENDING.
+    """
+    note = _check_text(note, "note")
+    target = await proof_target(viewer, instance_id, VerificationMethod.PARTNER)
+    if photo is not None:
+        media = await inspect_photo_bytes(photo, owner=viewer, policy=policy, field="photo")
+        reason = await media_reason(target, media, arrival)
+        draft = await media_verification(target, media, arrival, policy, note=note)
+    else:
+        reason = window_reason(target, arrival)
+        draft = new_verification(target, arrival, note=note)
+    async with write_transaction():
+        task = await lock_task(str(target.task.id))
+        if reason is None:
+            requested = await _open_review(task, target, draft, arrival, timing)
+            if requested is not None:
+                return requested
+            reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile
+        return await record_rejected(task, draft, reason, arrival)
+
+
+async def _open_review(
+    task: Task, target: ProofTarget, draft: Verification, arrival: datetime, timing: ChainTiming
+) -> Verification | None:
+    deadline = review_deadline(task, target.instance.due_at)
+    moved = await TaskInstance.filter(
+        id=target.instance.id, status=InstanceStatus.PENDING, opens_at__lte=arrival, closes_at__gte=arrival
+    ).update(status=InstanceStatus.PENDING_REVIEW, review_deadline=deadline)
+    if not moved:
+        return None
+    instance = await TaskInstance.get(id=target.instance.id)
+    await move_fire_at(instance, deadline, now=arrival, timing=timing)
+    draft.status = VerificationStatus.PENDING_REVIEW
+    await draft.save()
+    await record_event(EventType.REVIEW_REQUESTED, task, instance, arrival, draft)
+    if task.state is TaskState.ACTIVE and task.deleted_at is None:
+        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing)
+    return draft
+
+
+async def decide_review(
+    viewer: User, verification_id: str, approve: bool, comment: str | None, *, arrival: datetime
+) -> Verification:
+    """An active partner of the owner approves or rejects; the first decision before the deadline wins."""
+    comment = _check_text(comment, "comment")
+    row = await Verification.get_or_none(id=parse_id(verification_id, "verification"))
+    if row is None:
+        raise NotFound("no such verification")
+    if str(row.user_id) == str(viewer.id):
+        raise Forbidden("a proof is reviewed by a partner, never by its owner")
+    if not await is_active_partner(str(viewer.id), str(row.user_id)):
+        raise NotFound("no such verification")
+    outcome = InstanceStatus.VERIFIED if approve else InstanceStatus.REJECTED
+    async with write_transaction():
+        instance = await TaskInstance.get(id=row.instance_id)
+        task = await lock_task(str(instance.task_id))
+        settled = await TaskInstance.filter(
+            id=instance.id, status=InstanceStatus.PENDING_REVIEW, review_deadline__gt=arrival
+        ).update(status=outcome, settled_at=arrival, fire_at=None, link_for=None)
+        if not settled:
+            raise Conflict("this review is already decided, or its deadline has passed")
+        decided = await Verification.filter(id=row.id, status=VerificationStatus.PENDING_REVIEW).update(
+            status=VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
+            reason=None if approve else RejectionReason.PARTNER_REJECTED,
+            reviewer_id=viewer.id,
+            review_comment=comment,
+            decided_at=arrival,
+        )
+        if not decided:  # rolls the instance back too
+            raise Conflict("this proof is not waiting for a review")
+        await row.refresh_from_db()
+        await instance.refresh_from_db()
+        await record_event(
+            EventType.VERIFIED if approve else EventType.REJECTED, task, instance, arrival, row
+        )
+    return row
+
+
+async def review_queue(viewer: User, first: int) -> list[Verification]:
+    """PENDING_REVIEW proofs of the users the viewer actively partners for, oldest first."""
+    watched = await Partnership.filter(partner_id=viewer.id, status=PartnershipStatus.ACTIVE).values_list(
+        "user_id", flat=True
+    )
+    if not watched or first == 0:
+        return []
+    return await (
+        Verification.filter(
+            user_id__in=list(watched),
+            status=VerificationStatus.PENDING_REVIEW,
+            instance__status=InstanceStatus.PENDING_REVIEW,  # a deleted task's review was canceled
+        )
+        .order_by("submitted_at", "id")
+        .limit(first)
+    )

@@ -1,0 +1,157 @@
+"""GPS check-ins over real HTTP: the geofence, accuracy, speed, window and settlement rules."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.harness import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule
+
+CHECK_IN = """mutation($id: ID!, $lat: Float!, $lon: Float!, $acc: Float!, $at: DateTime) {
+  checkIn(instanceId: $id, location: {latitude: $lat, longitude: $lon}, accuracyMeters: $acc, recordedAt: $at) {
+    id status reason method submittedAt decidedAt distanceMeters location { latitude longitude }
+    instance { id status settledAt }
+  }
+}"""
+TASK = "query($id: ID!) { task(id: $id) { streak currentInstance { id status dueAt } } }"
+MUNICH = (48.137, 11.575)
+
+
+async def check_in(
+    api: ApiClient,
+    token: str,
+    instance_id: str,
+    point: tuple[float, float] = BERLIN,
+    accuracy: float = 10.0,
+    recorded_at: str | None = None,
+) -> dict[str, Any]:
+    variables = {"id": instance_id, "lat": point[0], "lon": point[1], "acc": accuracy, "at": recorded_at}
+    result: dict[str, Any] = (await api.execute(CHECK_IN, variables, token=token))["checkIn"]
+    return result
+
+
+async def test_accepted_check_in_verifies_and_plans_the_next_instance(api: ApiClient) -> None:
+    token, _ = await api.register()
+    task_id, instance_id = await create_open_task(api, token, "GPS")
+    before = (await api.execute(TASK, {"id": task_id}, token=token))["task"]["currentInstance"]
+
+    proof = await check_in(api, token, instance_id, (BERLIN[0] + 0.0005, BERLIN[1]))
+    assert (proof["status"], proof["reason"], proof["method"]) == ("ACCEPTED", None, "GPS")
+    assert proof["distanceMeters"] == pytest.approx(55.6, abs=1.0)
+    assert proof["location"] == {"latitude": BERLIN[0] + 0.0005, "longitude": BERLIN[1]}
+    assert proof["instance"]["status"] == "VERIFIED"
+    assert proof["instance"]["settledAt"] is not None
+
+    task = (await api.execute(TASK, {"id": task_id}, token=token))["task"]
+    assert task["streak"] == 1
+    following = task["currentInstance"]
+    assert following["id"] != instance_id and following["status"] == "PENDING"
+    due = datetime.fromisoformat(following["dueAt"])
+    assert due - datetime.fromisoformat(before["dueAt"]) == timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("point", "accuracy", "reason"),
+    [((BERLIN[0] + 0.002, BERLIN[1]), 10.0, "OUTSIDE_GEOFENCE"), (BERLIN, 500.0, "LOW_ACCURACY")],
+)
+async def test_rule_failures_are_rejections_and_allow_a_retry(
+    api: ApiClient, point: tuple[float, float], accuracy: float, reason: str
+) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS")
+    # recorded a minute ago: the retry at the centre must not look like a teleport
+    a_minute_ago = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    rejected = await check_in(api, token, instance_id, point, accuracy, recorded_at=a_minute_ago)
+    assert (rejected["status"], rejected["reason"]) == ("REJECTED", reason)
+    assert rejected["instance"]["status"] == "PENDING"
+    assert rejected["decidedAt"] is not None
+
+    retry = await check_in(api, token, instance_id)
+    assert retry["status"] == "ACCEPTED"
+
+
+async def test_implausible_jump_between_check_ins_is_rejected(api: ApiClient) -> None:
+    token, _ = await api.register()
+    _, berlin_instance = await create_open_task(api, token, "GPS")
+    munich_rule = {"gps": {"center": {"latitude": MUNICH[0], "longitude": MUNICH[1]}, "radiusMeters": 150}}
+    _, munich_instance = await create_open_task(api, token, "GPS", **munich_rule)
+
+    assert (await check_in(api, token, berlin_instance))["status"] == "ACCEPTED"
+    jump = await check_in(api, token, munich_instance, MUNICH)  # 500 km a moment later
+    assert (jump["status"], jump["reason"]) == ("REJECTED", "IMPLAUSIBLE_LOCATION")
+    assert jump["distanceMeters"] < 150
+
+
+@pytest.mark.parametrize(
+    ("point", "field"),
+    [((91.0, 13.0), "location.latitude"), ((52.0, -180.5), "location.longitude")],
+)
+async def test_out_of_range_coordinates_are_bad_input(
+    api: ApiClient, point: tuple[float, float], field: str
+) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS")
+    with pytest.raises(GraphQLFailure) as failure:
+        await check_in(api, token, instance_id, point)
+    assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", field)
+
+
+@pytest.mark.parametrize(
+    ("accuracy", "recorded_at", "field"),
+    [
+        (0.0, None, "accuracyMeters"),
+        (-5.0, None, "accuracyMeters"),
+        (10.0, (datetime.now(UTC) + timedelta(hours=1)).isoformat(), "recordedAt"),
+        (10.0, "2026-01-01T10:00:00", "recordedAt"),  # no offset
+    ],
+)
+async def test_bad_accuracy_and_recorded_at_are_bad_input(
+    api: ApiClient, accuracy: float, recorded_at: str | None, field: str
+) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS")
+    with pytest.raises(GraphQLFailure) as failure:
+        await check_in(api, token, instance_id, accuracy=accuracy, recorded_at=recorded_at)
+    assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", field)
+
+
+async def test_recorded_at_slightly_ahead_is_tolerated(api: ApiClient) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS")
+    ahead = (datetime.now(UTC) + timedelta(seconds=20)).isoformat()
+    assert (await check_in(api, token, instance_id, recorded_at=ahead))["status"] == "ACCEPTED"
+
+
+async def test_check_in_before_the_window_opens_is_outside_window(api: ApiClient) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS", schedule=open_schedule(starts_in_seconds=7200))
+    early = await check_in(api, token, instance_id)
+    assert (early["status"], early["reason"]) == ("REJECTED", "OUTSIDE_WINDOW")
+    assert early["instance"]["status"] == "PENDING"
+
+
+async def test_proof_for_a_settled_instance_is_a_conflict(api: ApiClient) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS")
+    await check_in(api, token, instance_id)
+    with pytest.raises(GraphQLFailure) as failure:
+        await check_in(api, token, instance_id)
+    assert failure.value.code == "CONFLICT"
+
+
+async def test_check_in_on_a_photo_task_names_the_argument(api: ApiClient) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "PHOTO")
+    with pytest.raises(GraphQLFailure) as failure:
+        await check_in(api, token, instance_id)
+    assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", "instanceId")
+
+
+async def test_unknown_or_malformed_instance_is_not_found(api: ApiClient) -> None:
+    token, _ = await api.register()
+    for instance_id in ("00000000-0000-0000-0000-000000000000", "not-an-id"):
+        with pytest.raises(GraphQLFailure) as failure:
+            await check_in(api, token, instance_id)
+        assert failure.value.code == "NOT_FOUND"

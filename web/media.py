@@ -1,0 +1,76 @@
+"""GET /media/{verification_id}: a proof's metadata-free copy or thumbnail, for its owner and active partners.
+
+Access is decided at request time from a signed link (`viewer`, `exp`, `sig`) or a bearer header: the
+viewer must still be the owner or an ACTIVE partner. Everyone else, and every bad or expired
+signature, gets the same 404, so a link never tells whether the proof exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, PlainTextResponse, Response
+
+from models import Verification
+from services.accounts import authenticate, bearer_token
+from services.errors import Unauthenticated
+from services.ids import is_uuid
+from services.media_links import link_is_valid
+from services.tasks import is_active_partner
+from settings import Settings
+from storage.blobs import BlobStore
+
+KINDS = ("media", "thumbnail")
+THUMBNAIL_MIME = "image/jpeg"  # verification.media.thumbnail_jpeg
+_SAFETY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "private, max-age=300",
+    # served bytes are never a page: no scripts even if a browser is talked into rendering one
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+}
+
+
+def _not_found() -> Response:
+    return PlainTextResponse("Not Found", status_code=404, headers=_SAFETY_HEADERS)
+
+
+async def _viewer_id(request: Request, settings: Settings, verification_id: str, kind: str) -> str | None:
+    """Who is asking: the bearer token's user, else the viewer a valid signature vouches for."""
+    token = bearer_token(request.headers.get("authorization"))
+    if token is not None:
+        try:
+            session = await authenticate(token, token_ttl_seconds=settings.token_ttl_seconds)
+        except Unauthenticated:
+            return None
+        return str(session.user.id)
+    params = request.query_params
+    viewer, expires, sig = params.get("viewer"), params.get("exp", ""), params.get("sig")
+    if viewer is None or sig is None or not expires.isdigit():
+        return None
+    secret = settings.resolved_secret_key
+    return viewer if link_is_valid(secret, verification_id, viewer, kind, int(expires), sig) else None
+
+
+def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response]]:
+    store = BlobStore(settings.media_dir)
+
+    async def serve_media(request: Request) -> Response:
+        verification_id = str(request.path_params["verification_id"])
+        kind = request.query_params.get("kind", "media")
+        if kind not in KINDS or not is_uuid(verification_id):
+            return _not_found()
+        viewer_id = await _viewer_id(request, settings, verification_id, kind)
+        row = await Verification.get_or_none(id=verification_id) if viewer_id else None
+        if viewer_id is None or row is None:
+            return _not_found()
+        if viewer_id != str(row.user_id) and not await is_active_partner(viewer_id, str(row.user_id)):
+            return _not_found()
+        digest, mime = (
+            (row.media_digest, row.media_mime) if kind == "media" else (row.thumbnail_digest, THUMBNAIL_MIME)
+        )
+        if digest is None or mime is None or not store.exists(digest):
+            return _not_found()
+        return FileResponse(store.path(digest), media_type=mime, headers=_SAFETY_HEADERS)
+
+    return serve_media
