@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+GRAPHIQL_ASSETS := web/static/graphiql/vendor/graphiql.min.js
 CONTRACT ?= ../shared/api.graphql
 CHECK_CONTRACT ?= ../shared/tools/check_contract.py
 
@@ -16,7 +17,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# GraphiQL's browser bundles, pinned in graphiql/package-lock.json, served by the API (no CDN)
+$(GRAPHIQL_ASSETS): graphiql/package.json graphiql/package-lock.json graphiql/vendor.mjs
+	@command -v npm >/dev/null || (echo "GraphiQL's assets need Node.js 18+ and npm" && exit 1)
+	cd graphiql && npm ci --no-audit --no-fund --loglevel=error && npm run --silent vendor
+
+install: $(STAMP) $(GRAPHIQL_ASSETS)
 
 run: install
 	$(BIN)/proofloop dev
@@ -48,4 +54,4 @@ demo: install
 	$(BIN)/proofloop demo
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) var .mypy_cache .ruff_cache build *.egg-info graphiql/node_modules web/static/graphiql/vendor

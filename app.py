@@ -12,13 +12,24 @@ from starlette.routing import Route, WebSocketRoute
 
 from actors.broker import configure_broker
 from realtime import notices
-from runtime import close_database, open_database
+from realtime.hub import Hub, start_hub, stop_hub
+from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
+from services import feeds
 from settings import Settings, get_settings
+from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, readyz
+from web.media import media_endpoint
+from web.metrics import metrics
+from web.uploads import UploadLimits
 
-DEV_ORIGINS = ["http://localhost:3000", "http://127.0.0.1:3000", "http://localhost:5173", "http://127.0.0.1:5173"]
+DEV_ORIGINS = [
+    "http://localhost:3000",
+    "http://127.0.0.1:3000",
+    "http://localhost:5173",
+    "http://127.0.0.1:5173",
+]
 
 
 def allowed_origins(settings: Settings) -> list[str]:
@@ -29,6 +40,7 @@ def allowed_origins(settings: Settings) -> list[str]:
 
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
+    configure_logging(settings)  # each uvicorn worker process builds its app here
     origins = allowed_origins(settings)
     graphql = ProofloopGraphQL(
         settings,
@@ -43,9 +55,18 @@ def create_app(settings: Settings | None = None) -> Starlette:
         await open_database(settings)
         configure_broker(settings.resolved_redis_url)
         notices.configure(settings.resolved_redis_url)
+        await start_hub(
+            Hub(
+                settings.resolved_redis_url,
+                read_after=feeds.events_after,
+                watchers_of=feeds.watchers_of,
+                latest_position=feeds.latest_position,
+            )
+        )
         try:
             yield
         finally:
+            await stop_hub()
             await notices.close()
             await close_database()
 
@@ -55,6 +76,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
             Route("/readyz", readyz),
+            Route("/metrics", metrics),
+            graphiql_assets(),
+            Route("/media/{verification_id}", media_endpoint(settings)),
         ],
         middleware=[
             Middleware(
@@ -62,7 +86,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 allow_origins=origins,
                 allow_methods=["GET", "POST", "OPTIONS"],
                 allow_headers=["Authorization", "Content-Type"],
-            )
+            ),
+            # inside CORS, so a browser can read the 401/413 it answers
+            Middleware(UploadLimits, settings=settings),
         ],
         lifespan=lifespan,
     )

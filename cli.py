@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from settings import Settings, get_settings
@@ -58,13 +58,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Run the API (uvicorn); --workers N runs N processes behind one port."""
     import uvicorn
 
+    from observability.exposition import MULTIPROC_ENV, private_multiprocess_dir
+    from runtime import configure_logging
+
     settings = get_settings()
-    if args.workers > 1:
-        # several processes share Prometheus metrics through files in this directory
-        metrics_dir = settings.data_dir.resolve() / "metrics"
-        metrics_dir.mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(metrics_dir))
-    with redis_for(settings):
+    configure_logging(settings)  # uvicorn's records go through our text/JSON formatter (log_config=None)
+    # uvicorn re-raises the stop signal after shutting down: exit through a handler of ours instead,
+    # so that the embedded Redis this command may have started is stopped too
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    with redis_for(settings), ExitStack() as stack:
+        if args.workers > 1 and MULTIPROC_ENV not in os.environ:
+            # the uvicorn workers sum their metrics through files in a directory of their own
+            os.environ[MULTIPROC_ENV] = stack.enter_context(private_multiprocess_dir("api"))
         uvicorn.run(
             "app:create_app",
             factory=True,
@@ -72,15 +77,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port or settings.port,
             workers=args.workers,
             log_level=settings.log_level.lower(),
+            log_config=None,
             ws_max_size=1 << 20,
         )
     return 0
 
 
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def worker_command(processes: int, threads: int) -> list[str]:
     return [
-        sys.executable, "-m", "dramatiq", "actors.worker",
-        "--processes", str(processes), "--threads", str(threads), "--queues", "chain", "--skip-logging",
+        sys.executable,
+        "-m",
+        "dramatiq",
+        "actors.worker",
+        "--processes",
+        str(processes),
+        "--threads",
+        str(threads),
+        "--queues",
+        "chain",
+        "--skip-logging",
     ]
 
 
@@ -93,11 +112,21 @@ def worker_env() -> dict[str, str]:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Run Dramatiq worker processes: the chain's links and, in each process, the pump."""
+    """Run Dramatiq worker processes: the chain's links and the pump; metrics on WORKER_METRICS_PORT."""
+    from observability.exposition import MULTIPROC_ENV, private_multiprocess_dir, serve_worker_metrics
+    from runtime import configure_logging
+
     settings = get_settings()
-    with redis_for(settings):
+    configure_logging(settings)
+    with redis_for(settings), private_multiprocess_dir("worker") as metrics_dir:
+        env = worker_env()
+        # dramatiq always runs its workers as child processes: they write metric files, this one serves them
+        env[MULTIPROC_ENV] = metrics_dir
+        serve_worker_metrics(settings.host, settings.worker_metrics_port, metrics_dir)
         child = subprocess.Popen(
-            worker_command(args.processes, args.threads or settings.worker_threads), env=worker_env(), cwd=ROOT
+            worker_command(args.processes, args.threads or settings.worker_threads),
+            env=env,
+            cwd=ROOT,
         )
         return _wait_forwarding_signals([child])
 
@@ -155,13 +184,17 @@ def cmd_dev(args: argparse.Namespace) -> int:
         # own sessions: a Ctrl-C reaches this process only, which stops the children in order
         api = subprocess.Popen(
             [sys.executable, "-m", "cli", "serve", "--host", host, "--port", str(port)],
-            env=env, cwd=ROOT, start_new_session=True,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
         )
         worker = subprocess.Popen(
-            worker_command(1, settings.worker_threads), env=worker_env(), cwd=ROOT, start_new_session=True
+            [sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, start_new_session=True
         )
         if _wait_until_answering(f"http://{host}:{port}/healthz", [api, worker]):
-            print(f"Proofloop is running. GraphiQL: http://{host}:{port}/graphql", file=sys.stderr, flush=True)
+            print(
+                f"Proofloop is running. GraphiQL: http://{host}:{port}/graphql", file=sys.stderr, flush=True
+            )
         return _wait_forwarding_signals([api, worker])
 
 
@@ -195,14 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
         return p
 
     dev = add("dev", cmd_dev)
-    dev.add_argument("--host")
-    dev.add_argument("--port", type=int)
+    dev.add_argument("--host", help="default: PROOFLOOP_HOST")
+    dev.add_argument("--port", type=int, help="default: PROOFLOOP_PORT")
     serve = add("serve", cmd_serve)
-    serve.add_argument("--host")
-    serve.add_argument("--port", type=int)
+    serve.add_argument("--host", help="default: PROOFLOOP_HOST")
+    serve.add_argument("--port", type=int, help="default: PROOFLOOP_PORT")
     serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     worker = add("worker", cmd_worker)
-    worker.add_argument("--processes", type=int, default=1)
+    worker.add_argument("--processes", type=int, default=1, help="Dramatiq worker processes")
     worker.add_argument("--threads", type=int, default=0, help="default: PROOFLOOP_WORKER_THREADS")
     add("migrate", cmd_migrate)
     export = add("export-schema", cmd_export_schema)

@@ -12,7 +12,12 @@ from tortoise import Tortoise
 from models.config import tortoise_config
 from settings import Settings
 
-_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+# color_message: uvicorn attaches an ANSI-coloured copy of its message, noise in a log line
+_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 class JsonFormatter(logging.Formatter):

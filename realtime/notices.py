@@ -12,6 +12,8 @@ from collections.abc import Iterable
 
 import redis.asyncio as aioredis
 
+from observability.metrics import EVENTS_PUBLISHED
+
 log = logging.getLogger("proofloop.realtime")
 
 EVENTS_CHANNEL_PREFIX = "proofloop:events:"
@@ -48,6 +50,7 @@ async def publish_positions(positions: Iterable[tuple[str, int]]) -> None:
     latest: dict[str, int] = {}
     for user_id, position in positions:
         latest[user_id] = max(position, latest.get(user_id, 0))
+        EVENTS_PUBLISHED.inc()
     if not latest or _client is None:
         return
     try:

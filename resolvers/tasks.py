@@ -37,7 +37,9 @@ async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
 
 @strawberry.type
 class TaskQueries:
-    @strawberry.field(permission_classes=[IsAuthenticated], description="yours, or one of a user you partner for")
+    @strawberry.field(
+        permission_classes=[IsAuthenticated], description="yours, or one of a user you partner for"
+    )
     async def task(self, info: Info, id: strawberry.ID) -> Task | None:
         try:
             return Task(row=await tasks.visible_task(await info.context.viewer(), str(id)))
@@ -68,7 +70,9 @@ class TaskQueries:
             query = query.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=task_id))
         rows = await query.order_by("-created_at", "-id").limit(first + 1)
         page = rows[:first]
-        edges = [TaskEdge(cursor=encode_cursor(r.created_at.isoformat(), r.id), node=Task(row=r)) for r in page]
+        edges = [
+            TaskEdge(cursor=encode_cursor(r.created_at.isoformat(), r.id), node=Task(row=r)) for r in page
+        ]
         return TaskConnection(
             edges=edges,
             total_count=total,

@@ -9,7 +9,7 @@ import strawberry
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
 from schema.enums import ReviewTimeoutPolicy, VerificationMethod
 from services.errors import BadInput
-from services.tasks import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskDraft, TaskPatch
+from services.task_drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskDraft, TaskPatch
 from verification.recurrence import Schedule
 
 
@@ -70,7 +70,8 @@ class PartnerRuleInput:
 
     def to_draft(self) -> PartnerRuleDraft:
         return PartnerRuleDraft(
-            review_window_seconds=self.review_window_seconds, on_timeout=ReviewTimeoutPolicyRow(self.on_timeout)
+            review_window_seconds=self.review_window_seconds,
+            on_timeout=ReviewTimeoutPolicyRow(self.on_timeout),
         )
 
 
@@ -82,7 +83,9 @@ class CreateTaskInput:
     schedule: ScheduleInput
     gps: GpsRuleInput | None = strawberry.field(default=None, description="required when method = GPS")
     video: VideoRuleInput | None = strawberry.field(default=None, description="required when method = VIDEO")
-    partner_review: PartnerRuleInput | None = strawberry.field(default=None, description="used when method = PARTNER")
+    partner_review: PartnerRuleInput | None = strawberry.field(
+        default=None, description="used when method = PARTNER"
+    )
 
     def to_draft(self) -> TaskDraft:
         return TaskDraft(

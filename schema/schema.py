@@ -7,8 +7,14 @@ from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
 
 from resolvers.accounts import AccountMutations, AccountQueries
+from resolvers.events import EventQueries, EventSubscriptions
+from resolvers.partners import PartnerMutations, PartnerQueries
+from resolvers.proofs import ProofMutations
+from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
 from schema.errors import ErrorCodes
+from schema.execution import ProofloopExecutionContext
+from schema.metrics_extension import OperationMetrics
 from schema.scalars import SCALAR_OVERRIDES
 
 MAX_DEPTH = 10
@@ -16,21 +22,29 @@ MAX_ALIASES = 30
 
 
 @strawberry.type
-class Query(AccountQueries, TaskQueries):
+class Query(AccountQueries, TaskQueries, EventQueries, PartnerQueries, ReviewQueries):
     pass
 
 
 @strawberry.type
-class Mutation(AccountMutations, TaskMutations):
+class Mutation(AccountMutations, TaskMutations, PartnerMutations, ProofMutations, ReviewMutations):
+    pass
+
+
+@strawberry.type
+class Subscription(EventSubscriptions):
     pass
 
 
 schema = strawberry.Schema(
     query=Query,
     mutation=Mutation,
+    subscription=Subscription,
+    execution_context_class=ProofloopExecutionContext,
     scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
     config=StrawberryConfig(auto_camel_case=True),
     extensions=[
+        OperationMetrics,
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
         ErrorCodes,

@@ -18,14 +18,18 @@ def _signature(secret: str, verification_id: str, viewer_id: str, kind: str, exp
     return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
 
 
-def media_url(secret: str, verification_id: str, viewer_id: str, kind: str, ttl_seconds: int = MAX_TTL_SECONDS) -> str:
+def media_url(
+    secret: str, verification_id: str, viewer_id: str, kind: str, ttl_seconds: int = MAX_TTL_SECONDS
+) -> str:
     expires = int(time.time()) + min(ttl_seconds, MAX_TTL_SECONDS)
     sig = _signature(secret, verification_id, viewer_id, kind, expires)
     query = urlencode({"kind": kind, "viewer": viewer_id, "exp": expires, "sig": sig})
     return f"/media/{verification_id}?{query}"
 
 
-def link_is_valid(secret: str, verification_id: str, viewer_id: str, kind: str, expires: int, sig: str) -> bool:
+def link_is_valid(
+    secret: str, verification_id: str, viewer_id: str, kind: str, expires: int, sig: str
+) -> bool:
     if expires < time.time() or expires > time.time() + MAX_TTL_SECONDS + 5:
         return False
     expected = _signature(secret, verification_id, viewer_id, kind, expires)

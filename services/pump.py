@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from observability.metrics import PUMP_BACKLOG, count_links_sent
 from services.chain import send_links
 from services.db import connection, db_now, is_sqlite, write_transaction
 from services.events import announce_committed_events
@@ -63,7 +64,9 @@ async def claim_due_links(settings: PumpSettings) -> PumpTick:
     async with write_transaction():
         conn = connection()
         if not sqlite:
-            got = await conn.execute_query_dict("SELECT pg_try_advisory_xact_lock($1) AS ok", [_PUMP_LOCK_KEY])
+            got = await conn.execute_query_dict(
+                "SELECT pg_try_advisory_xact_lock($1) AS ok", [_PUMP_LOCK_KEY]
+            )
             if not got[0]["ok"]:
                 return PumpTick(sent=0, live_before=0, skipped=True)
         now = await db_now()
@@ -80,6 +83,8 @@ async def claim_due_links(settings: PumpSettings) -> PumpTick:
         rows = await conn.execute_query_dict(sql, [horizon, overdue, budget])
     claimed = [(str(r["id"]), int(r["link_no"]), _as_utc(r["fire_at"])) for r in rows]
     await send_links(claimed)
+    PUMP_BACKLOG.set(len(claimed))
+    count_links_sent("pump", len(claimed))
     return PumpTick(sent=len(claimed), live_before=live)
 
 
@@ -88,4 +93,3 @@ async def pump_once(settings: PumpSettings) -> PumpTick:
     tick = await claim_due_links(settings)
     await announce_committed_events()
     return tick
-

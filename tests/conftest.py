@@ -69,6 +69,7 @@ def service_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, 
         "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
         "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
         "PROOFLOOP_SECRET_KEY": "test-secret-key",
+        "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),  # never a fixed port another run holds
     }
 
 

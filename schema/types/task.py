@@ -122,7 +122,9 @@ class Task:
     @strawberry.field(description="the unsettled instance the chain fires next")
     async def current_instance(self) -> TaskInstance | None:
         row = await (
-            TaskInstanceRow.filter(task_id=self.row.id, status=InstanceStatusRow.PENDING).order_by("-seq").first()
+            TaskInstanceRow.filter(task_id=self.row.id, status=InstanceStatusRow.PENDING)
+            .order_by("-seq")
+            .first()
         )
         if row is None:
             row = await (
@@ -145,7 +147,8 @@ class Task:
         rows = await query.order_by("-seq").limit(first + 1)
         page, has_next = rows[:first], len(rows) > first
         edges = [
-            TaskInstanceEdge(cursor=encode_cursor(r.seq), node=TaskInstance(row=r, task_row=self.row)) for r in page
+            TaskInstanceEdge(cursor=encode_cursor(r.seq), node=TaskInstance(row=r, task_row=self.row))
+            for r in page
         ]
         return TaskInstanceConnection(
             edges=edges,

@@ -74,7 +74,9 @@ class Verification:
         secret = info.context.settings.resolved_secret_key
         return media_url(secret, str(self.row.id), str(viewer.id), kind)
 
-    @strawberry.field(description="PHOTO/VIDEO: signed, expires within minutes; owner and active partners only")
+    @strawberry.field(
+        description="PHOTO/VIDEO: signed, expires within minutes; owner and active partners only"
+    )
     async def media_url(self, info: Info) -> str | None:
         return await self._media_link(info, "media", self.row.media_digest)
 

@@ -23,7 +23,9 @@ _PRIVATE_REDIS_DBS = iter(range(1, 14))
 @pytest.fixture(scope="session")
 async def orm(database_url: str) -> AsyncIterator[None]:
     """Tortoise in the test process, on the run's (migrated) PostgreSQL database."""
-    await Tortoise.init(config=tortoise_config(Settings(database_url=database_url)), _enable_global_fallback=True)
+    await Tortoise.init(
+        config=tortoise_config(Settings(database_url=database_url)), _enable_global_fallback=True
+    )
     yield
     await Tortoise.close_connections()
 

@@ -25,9 +25,13 @@ async def _edit(api: ApiClient, token: str, task_id: str, rng: random.Random) ->
     choice = rng.choice(["pause", "resume", "reschedule", "retitle"])
     try:
         if choice == "pause":
-            await api.execute("mutation($id: ID!) { pauseTask(id: $id) { id } }", {"id": task_id}, token=token)
+            await api.execute(
+                "mutation($id: ID!) { pauseTask(id: $id) { id } }", {"id": task_id}, token=token
+            )
         elif choice == "resume":
-            await api.execute("mutation($id: ID!) { resumeTask(id: $id) { id } }", {"id": task_id}, token=token)
+            await api.execute(
+                "mutation($id: ID!) { resumeTask(id: $id) { id } }", {"id": task_id}, token=token
+            )
         else:
             patch: dict[str, Any] = {"title": f"t{rng.randint(0, 999)}"}
             if choice == "reschedule":

@@ -10,7 +10,8 @@ import pytest
 
 from models import Event, EventType, InstanceStatus, Task, TaskInstance, User, VerificationMethod
 from services.chain import ChainTiming, FireOutcome, fire
-from services.tasks import TaskDraft, create_task
+from services.task_drafts import TaskDraft
+from services.tasks import create_task
 from verification.recurrence import Schedule
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)  # plan without sending: this test calls fire itself

@@ -13,7 +13,8 @@ from models import InstanceStatus, RejectionReason, TaskInstance, User, Verifica
 from services.chain import ChainTiming
 from services.db import db_now
 from services.proofs import holding_deadline, new_verification, proof_target, record_proof
-from services.tasks import TaskDraft, create_task
+from services.task_drafts import TaskDraft
+from services.tasks import create_task
 from tests.chain_support import eventually
 from tests.harness import WorkerProcess
 from verification.recurrence import Schedule
@@ -44,7 +45,9 @@ async def test_the_deadline_waits_for_a_proof_being_judged(
     target = await proof_target(user, str(instance.id), VerificationMethod.PHOTO)
     arrival = await db_now()
     async with holding_deadline(target, arrival, TIMING):
-        await asyncio.sleep((instance.closes_at - arrival).total_seconds() + 2)  # the worker's link came and went
+        await asyncio.sleep(
+            (instance.closes_at - arrival).total_seconds() + 2
+        )  # the worker's link came and went
         assert (await TaskInstance.get(id=instance.id)).status is InstanceStatus.PENDING
         reason = None if accepted else RejectionReason.CAPTURED_OUTSIDE_WINDOW
         proof = await record_proof(target, new_verification(target, arrival), reason, arrival, TIMING)

@@ -1,0 +1,231 @@
+"""`proofloop demo`: two users, a partnership and one short task per method, producing live events.
+
+Against a running API (`make run`, then `make demo` in another terminal): registers Alice and Bob, makes
+Bob Alice's accountability partner, creates a GPS, a PHOTO, a VIDEO and a PARTNER task due every minute,
+prints both tokens and what to paste into GraphiQL, then keeps proving (check-ins inside and outside the
+geofence, fresh photos, partner reviews) and lets some instances be MISSED, until Ctrl-C or --duration.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from PIL import Image, ImageDraw
+
+PASSWORD = "demo password 1234"
+GYM = {"latitude": 52.5200, "longitude": 13.4050}
+DOWN_THE_ROAD = {"latitude": 52.5236, "longitude": 13.4050}  # ~400 m north: outside the 100 m geofence
+TICK_SECONDS = 2.0
+SUBSCRIPTION = (
+    "subscription { verificationEvents { id type taskTitle instanceStatus occurredAt user { displayName } } }"
+)
+
+REGISTER = """mutation($e: String!, $p: String!, $n: String!) {
+  register(email: $e, password: $p, displayName: $n) { token user { id } } }"""
+INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"
+ACCEPT = "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }"
+CREATE_TASK = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id title method } }"
+CURRENT = "query($id: ID!) { task(id: $id) { currentInstance { id isOpen } } }"
+VERDICT = "id status reason"
+CHECK_IN = f"""mutation($i: ID!, $at: GeoPointInput!) {{
+  checkIn(instanceId: $i, location: $at, accuracyMeters: 10) {{ {VERDICT} distanceMeters }} }}"""
+SUBMIT_PHOTO = (
+    f"mutation($i: ID!, $photo: Upload!) {{ submitPhoto(instanceId: $i, photo: $photo) {{ {VERDICT} }} }}"
+)
+REQUEST_REVIEW = (
+    f'mutation($i: ID!) {{ requestReview(instanceId: $i, note: "done, honestly") {{ {VERDICT} }} }}'
+)
+REVIEW = f"mutation($v: ID!, $ok: Boolean!) {{ review(verificationId: $v, approve: $ok) {{ {VERDICT} }} }}"
+
+
+class DemoError(Exception):
+    pass
+
+
+@dataclass
+class Account:
+    name: str
+    email: str
+    token: str
+    id: str
+
+
+@dataclass
+class DemoTask:
+    id: str
+    title: str
+    method: str
+    handled: set[str] = field(default_factory=set)  # instance ids already proven (or left to be missed)
+
+
+class Api:
+    def __init__(self, url: str, http: httpx.Client) -> None:
+        self.endpoint = f"{url.rstrip('/')}/graphql"
+        self.http = http
+
+    def run(self, document: str, variables: dict[str, Any] | None = None, token: str | None = None) -> Any:
+        body = {"query": document, "variables": variables or {}}
+        return self._result(self.http.post(self.endpoint, json=body, headers=_auth(token)))
+
+    def upload(self, document: str, variables: dict[str, Any], name: str, data: bytes, token: str) -> Any:
+        """A GraphQL multipart request: the file goes in variables.<name>."""
+        files: dict[str, tuple[str | None, bytes | str] | tuple[str | None, bytes | str, str]] = {
+            "operations": (None, json.dumps({"query": document, "variables": {**variables, name: None}})),
+            "map": (None, json.dumps({"0": [f"variables.{name}"]})),
+            "0": (f"{name}.jpg", data, "image/jpeg"),
+        }
+        return self._result(self.http.post(self.endpoint, files=files, headers=_auth(token)))
+
+    @staticmethod
+    def _result(response: httpx.Response) -> Any:
+        payload = response.json()
+        if payload.get("errors"):
+            raise DemoError(payload["errors"][0].get("message", payload["errors"]))
+        return payload["data"]
+
+
+def _auth(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def register(api: Api, name: str) -> Account:
+    email = f"demo-{name.lower()}-{uuid.uuid4().hex[:8]}@example.com"
+    data = api.run(REGISTER, {"e": email, "p": PASSWORD, "n": name})["register"]
+    return Account(name, email, data["token"], data["user"]["id"])
+
+
+def partner_up(api: Api, owner: Account, partner: Account) -> None:
+    partnership = api.run(INVITE, {"e": partner.email}, owner.token)["invitePartner"]
+    api.run(ACCEPT, {"id": partnership["id"]}, partner.token)
+
+
+def every_minute() -> dict[str, Any]:
+    # the first occurrence 30 s away: its 50 s window is already open
+    starts_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=30)
+    return {
+        "startsAt": starts_at.isoformat(),
+        "rrule": "FREQ=MINUTELY",
+        "timezone": "UTC",
+        "windowSeconds": 50,
+        "graceSeconds": 5,
+    }
+
+
+def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
+    inputs: list[dict[str, Any]] = [
+        {"title": "Gym check-in", "method": "GPS", "gps": {"center": GYM, "radiusMeters": 100}},
+        {"title": "Breakfast photo", "method": "PHOTO"},
+        {"title": "Stretching video", "method": "VIDEO", "video": {"minDurationSeconds": 2}},
+        {
+            "title": "Read 20 pages",
+            "method": "PARTNER",
+            "partnerReview": {"reviewWindowSeconds": 30, "onTimeout": "REJECT"},
+        },
+    ]
+    tasks = []
+    for task_input in inputs:
+        created = api.run(CREATE_TASK, {"input": {**task_input, "schedule": every_minute()}}, owner.token)
+        tasks.append(DemoTask(created["createTask"]["id"], task_input["title"], task_input["method"]))
+    return tasks
+
+
+def fresh_photo(rng: random.Random) -> bytes:
+    """A new random scene each time: perceptually unlike the last, so never REUSED_MEDIA."""
+    image = Image.new("RGB", (480, 360), tuple(rng.randrange(256) for _ in range(3)))
+    draw = ImageDraw.Draw(image)
+    for _ in range(12):
+        x, y = rng.randrange(-60, 480), rng.randrange(-60, 360)
+        box = (x, y, x + rng.randrange(40, 240), y + rng.randrange(40, 180))
+        colour = tuple(rng.randrange(256) for _ in range(3))
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=colour)
+    out = io.BytesIO()
+    image.save(out, format="JPEG", quality=85)
+    return out.getvalue()
+
+
+def prove(
+    api: Api, task: DemoTask, instance_id: str, alice: Account, bob: Account, rng: random.Random
+) -> str:
+    """One instance's story, rotating per task: prove it, prove it wrongly, or let the chain miss it."""
+    turn = len(task.handled) % 3
+    if task.method == "VIDEO" or turn == 2:
+        return "left alone: the chain will settle it MISSED"
+    if task.method == "GPS":
+        where = GYM if turn == 0 else DOWN_THE_ROAD
+        result = api.run(CHECK_IN, {"i": instance_id, "at": where}, alice.token)["checkIn"]
+        return f"check-in {result['distanceMeters']:.0f} m from the gym: {_verdict(result)}"
+    if task.method == "PHOTO":
+        result = api.upload(SUBMIT_PHOTO, {"i": instance_id}, "photo", fresh_photo(rng), alice.token)
+        return f"photo: {_verdict(result['submitPhoto'])}"
+    requested = api.run(REQUEST_REVIEW, {"i": instance_id}, alice.token)["requestReview"]
+    approve = turn == 0
+    decided = api.run(REVIEW, {"v": requested["id"], "ok": approve}, bob.token)["review"]
+    return f"review requested; {bob.name} {'approves' if approve else 'rejects'}: {_verdict(decided)}"
+
+
+def _verdict(verification: dict[str, Any]) -> str:
+    reason = verification.get("reason")
+    return f"{verification['status']}{f' ({reason})' if reason else ''}"
+
+
+def tick(api: Api, tasks: list[DemoTask], alice: Account, bob: Account, rng: random.Random) -> None:
+    for task in tasks:
+        instance = api.run(CURRENT, {"id": task.id}, alice.token)["task"]["currentInstance"]
+        if instance is None or not instance["isOpen"] or instance["id"] in task.handled:
+            continue
+        line = prove(api, task, instance["id"], alice, bob, rng)
+        task.handled.add(instance["id"])
+        print(f"{datetime.now():%H:%M:%S}  {task.title:<17} {line}", flush=True)
+
+
+def print_intro(url: str, alice: Account, bob: Account) -> None:
+    graphiql = f"{url.rstrip('/')}/graphql?query={quote(SUBSCRIPTION)}"
+    print(
+        f"""
+Demo users (password {PASSWORD!r}):
+  {alice.name}: {alice.email}
+    token: {alice.token}
+  {bob.name} (Alice's partner): {bob.email}
+    token: {bob.token}
+
+Watch Alice's feed as Bob, in GraphiQL: {graphiql}
+  Headers (the "Headers" tab):
+    {json.dumps({"Authorization": f"Bearer {bob.token}"})}
+  Subscription:
+    {SUBSCRIPTION}
+
+Tasks are due every minute; proofs follow as their windows open. Ctrl-C stops.
+""",
+        flush=True,
+    )
+
+
+def run_demo(url: str, duration: float) -> int:
+    """Run the demo against the API at `url` for `duration` seconds (0: until Ctrl-C); 0 when it went well."""
+    rng = random.Random()
+    with httpx.Client(timeout=30) as http:
+        api = Api(url, http)
+        try:
+            alice, bob = register(api, "Alice"), register(api, "Bob")
+            partner_up(api, alice, bob)
+            tasks = create_tasks(api, alice)
+            print_intro(url, alice, bob)
+            deadline = time.monotonic() + duration if duration > 0 else float("inf")
+            while time.monotonic() < deadline:
+                tick(api, tasks, alice, bob, rng)
+                time.sleep(max(0.0, min(TICK_SECONDS, deadline - time.monotonic())))
+        except KeyboardInterrupt:
+            print("demo stopped", flush=True)
+        except (DemoError, httpx.HTTPError) as exc:
+            print(f"demo failed: {exc} (is the API running at {url}? `make run`)", flush=True)
+            return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Operational signals: Prometheus metrics for the API and the workers."""

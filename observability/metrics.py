@@ -1,0 +1,78 @@
+"""Every Proofloop metric, defined once. Import the objects and call them; exposition lives in exposition.py.
+
+Under several processes (uvicorn --workers, dramatiq's worker processes) prometheus_client must be in
+multiprocess mode, which it picks from PROMETHEUS_MULTIPROC_DIR when this module is first imported:
+the commands that start those processes set it (see observability.exposition).
+"""
+
+from __future__ import annotations
+
+import atexit
+from datetime import datetime
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from observability.exposition import forget_this_process
+
+LATENESS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+LINK_LATENESS = Histogram(
+    "proofloop_link_lateness_seconds",
+    "How late the chain settled an instance: settled_at - fire_at.",
+    buckets=LATENESS_BUCKETS,
+)
+SETTLEMENTS = Counter(
+    "proofloop_settlements_total",
+    "Instances the chain settled at their fire_at, by outcome.",
+    ["outcome"],
+)
+LINKS_SENT = Counter(
+    "proofloop_links_sent_total",
+    "chain.fire links sent, by who sent them: the chain itself or the pump.",
+    ["source"],
+)
+PUMP_BACKLOG = Gauge(
+    "proofloop_pump_backlog",
+    "Rows inside the horizon owing work without a live link, as the last pump tick claimed them.",
+    multiprocess_mode="livemostrecent",
+)
+OPEN_SUBSCRIPTIONS = Gauge(
+    "proofloop_open_subscriptions",
+    "verificationEvents subscriptions open in this API.",
+    multiprocess_mode="livesum",
+)
+EVENTS_PUBLISHED = Counter(
+    "proofloop_events_published_total",
+    "Events given their position and announced to the live listeners.",
+)
+GRAPHQL_DURATION = Histogram(
+    "proofloop_graphql_operation_duration_seconds",
+    "GraphQL query and mutation durations, by operation name and type.",
+    ["operation_name", "operation_type"],
+    buckets=DURATION_BUCKETS,
+)
+
+SETTLEMENT_OUTCOMES = ("missed", "verified", "rejected", "canceled")
+LINK_SOURCES = ("chain", "pump")
+
+# Zero-valued series exist from the start, so dashboards and alerts see 0 rather than nothing.
+for _outcome in SETTLEMENT_OUTCOMES:
+    SETTLEMENTS.labels(outcome=_outcome)
+for _source in LINK_SOURCES:
+    LINKS_SENT.labels(source=_source)
+
+
+def observe_settlement(outcome: str, fire_at: datetime | None, settled_at: datetime) -> None:
+    """One settlement by the chain: count it by outcome and record how late it came."""
+    SETTLEMENTS.labels(outcome=outcome.lower()).inc()
+    if fire_at is not None:
+        LINK_LATENESS.observe(max(0.0, (settled_at - fire_at).total_seconds()))
+
+
+def count_links_sent(source: str, count: int = 1) -> None:
+    LINKS_SENT.labels(source=source).inc(count)
+
+
+# a stopped process's live gauges must leave the sums (its counters rightly stay)
+atexit.register(forget_this_process)

@@ -1,0 +1,233 @@
+"""The per-process fan-out: ONE Redis pub/sub connection, one reader of the events table, many subscribers.
+
+Redis only says "look again". On a wake-up, on every (re)connection to Redis and every few seconds
+regardless, the hub reads the rows after the last position it saw (once, for all subscribers) and
+offers each to the subscribers allowed to see it, so lost notices and a Redis restart lose nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import Any, Protocol
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from models import Event
+from realtime.notices import CONTROL_CHANNEL, EVENTS_CHANNEL_PREFIX
+from realtime.subscribers import EndReason, Subscriber
+
+log = logging.getLogger("proofloop.realtime")
+
+CATCH_UP_SECONDS = 2.0
+RECONNECT_DELAY_SECONDS = 0.5
+REVOKE_GRACE_SECONDS = 0.2
+# a revoked token closes its sockets with graphql-transport-ws's own "Unauthorized" code
+TOKEN_REVOKED_CLOSE_CODE = 4401
+
+ReadAfter = Callable[[int], Awaitable[list[Event]]]
+WatchersOf = Callable[[Collection[str]], Awaitable[Mapping[str, set[str]]]]
+LatestPosition = Callable[[], Awaitable[int]]
+
+
+class ClosableSocket(Protocol):
+    async def close(self, code: int = 1000, reason: str | None = None) -> None: ...
+
+
+class Hub:
+    def __init__(
+        self,
+        redis_url: str,
+        *,
+        read_after: ReadAfter,
+        watchers_of: WatchersOf,
+        latest_position: LatestPosition,
+        catch_up_seconds: float = CATCH_UP_SECONDS,
+    ) -> None:
+        self._redis_url = redis_url
+        self._read_after = read_after
+        self._watchers_of = watchers_of
+        self._latest_position = latest_position
+        self._catch_up_seconds = catch_up_seconds
+        self._by_viewer: dict[str, set[Subscriber]] = {}
+        self._sockets: dict[str, weakref.WeakSet[ClosableSocket]] = {}
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closing: set[asyncio.Task[None]] = set()
+        self._redis_up = True
+        self.last_position = 0
+
+    async def start(self) -> None:
+        # history before start-up is replayed per subscription, never fanned out
+        self.last_position = await self._latest_position()
+        self._tasks = [
+            asyncio.create_task(self._listen(), name="hub-listen"),
+            asyncio.create_task(self._read_loop(), name="hub-read"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        for closing in list(self._closing):
+            closing.cancel()
+        for subscribers in list(self._by_viewer.values()):
+            for subscriber in list(subscribers):
+                subscriber.end(EndReason.SHUTDOWN)
+
+    def add(self, subscriber: Subscriber) -> None:
+        self._by_viewer.setdefault(subscriber.viewer_id, set()).add(subscriber)
+
+    def remove(self, subscriber: Subscriber) -> None:
+        subscribers = self._by_viewer.get(subscriber.viewer_id)
+        if subscribers is not None:
+            subscribers.discard(subscriber)
+            if not subscribers:
+                del self._by_viewer[subscriber.viewer_id]
+
+    def track_socket(self, token_id: str, socket: ClosableSocket) -> None:
+        """Remember a socket opened with `token_id`, so revoking the token closes it (weakly held)."""
+        self._sockets.setdefault(token_id, weakref.WeakSet()).add(socket)
+
+    @property
+    def subscriber_count(self) -> int:
+        return sum(len(subscribers) for subscribers in self._by_viewer.values())
+
+    async def catch_up(self) -> None:
+        """Read every row after the last position seen, a bounded batch at a time, and fan each out once."""
+        while True:
+            rows = await self._read_after(self.last_position)
+            if not rows:
+                return
+            await self._fan_out(rows)
+            self.last_position = max(self.last_position, rows[-1].position or 0)
+
+    async def _fan_out(self, rows: list[Event]) -> None:
+        # partnerships are read from the table per batch: a removal whose notice was lost still applies
+        watchers = await self._watchers_of({str(row.user_id) for row in rows})
+        for row in rows:
+            if (row.position or 0) <= self.last_position:
+                continue
+            owner = str(row.user_id)
+            for viewer_id in {owner, *watchers.get(owner, ())}:
+                for subscriber in list(self._by_viewer.get(viewer_id, ())):
+                    if subscriber.wants(row):
+                        subscriber.offer(row)
+
+    async def _read_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self._catch_up_seconds)
+            self._wake.clear()
+            self._sockets = {token: sockets for token, sockets in self._sockets.items() if sockets}
+            try:
+                await self.catch_up()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("reading new events failed; retrying on the next wake-up", exc_info=True)
+
+    async def _listen(self) -> None:
+        while True:
+            client = aioredis.Redis.from_url(self._redis_url, socket_connect_timeout=5)
+            pubsub = client.pubsub()
+            try:
+                await pubsub.psubscribe(f"{EVENTS_CHANNEL_PREFIX}*")
+                await pubsub.subscribe(CONTROL_CHANNEL)
+                while True:
+                    message = await pubsub.get_message(timeout=self._catch_up_seconds)
+                    if message is not None:
+                        await self._on_message(message)
+            except (RedisError, OSError) as exc:
+                if self._redis_up:  # once per outage, not once per retry
+                    log.warning(
+                        "redis pub/sub connection lost (%s); reading the table every %.0f s meanwhile",
+                        exc,
+                        self._catch_up_seconds,
+                    )
+                self._redis_up = False
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+            self._wake.set()  # whatever was published while disconnected is in the table
+            await asyncio.sleep(RECONNECT_DELAY_SECONDS)
+
+    async def _on_message(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind in ("subscribe", "psubscribe"):
+            # also sent when redis-py silently re-subscribes after a reconnect: notices may have been lost
+            if not self._redis_up:
+                log.info("redis pub/sub connection restored")
+            self._redis_up = True
+            self._wake.set()
+        elif kind == "pmessage":
+            self._wake.set()
+        elif kind == "message":
+            await self._on_control(message.get("data"))
+
+    async def _on_control(self, data: object) -> None:
+        try:
+            notice = json.loads(data if isinstance(data, (str, bytes)) else "")
+        except ValueError:
+            log.warning("ignoring a malformed control notice %r", data)
+            return
+        if notice.get("kind") == "partnership_removed":
+            for subscriber in list(self._by_viewer.get(str(notice.get("partner_id")), ())):
+                subscriber.drop_user(str(notice.get("user_id")))
+        elif notice.get("kind") == "token_revoked":
+            await self._revoke_token(str(notice.get("token_id")))
+
+    async def _revoke_token(self, token_id: str) -> None:
+        for subscribers in list(self._by_viewer.values()):
+            for subscriber in list(subscribers):
+                if subscriber.token_id == token_id:
+                    subscriber.end(EndReason.TOKEN_REVOKED)
+        sockets = list(self._sockets.pop(token_id, ()))
+        if sockets:
+            task = asyncio.create_task(self._close_sockets(sockets))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def _close_sockets(self, sockets: list[ClosableSocket]) -> None:
+        # a moment first, so the ended subscriptions can tell their clients why before the socket goes
+        await asyncio.sleep(REVOKE_GRACE_SECONDS)
+        for socket in sockets:
+            with contextlib.suppress(Exception):  # already closed by its client
+                await socket.close(code=TOKEN_REVOKED_CLOSE_CODE, reason="token revoked")
+
+
+_hub: Hub | None = None
+
+
+async def start_hub(hub: Hub) -> Hub:
+    global _hub
+    await hub.start()
+    _hub = hub
+    return hub
+
+
+async def stop_hub() -> None:
+    global _hub
+    if _hub is not None:
+        await _hub.stop()
+        _hub = None
+
+
+def running_hub() -> Hub | None:
+    return _hub
+
+
+def current_hub() -> Hub:
+    if _hub is None:
+        raise RuntimeError("the realtime hub is not running")
+    return _hub

@@ -1,0 +1,90 @@
+"""One open subscription as the fan-out sees it: who watches, what it asked for, a bounded queue.
+
+The hub puts event rows in; the subscription's resolver takes them out. A subscriber that falls
+`maxsize` events behind is ended (its backlog dropped at once) instead of letting memory grow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from enum import StrEnum
+
+from models import Event
+
+QUEUE_SIZE = 1000
+
+_ids = itertools.count(1)
+
+
+class EndReason(StrEnum):
+    TOO_SLOW = "TOO_SLOW"
+    PARTNERSHIP_ENDED = "PARTNERSHIP_ENDED"
+    TOKEN_REVOKED = "TOKEN_REVOKED"
+    SHUTDOWN = "SHUTDOWN"
+
+
+class Subscriber:
+    def __init__(
+        self,
+        viewer_id: str,
+        token_id: str,
+        *,
+        user_id: str | None = None,
+        task_id: str | None = None,
+        maxsize: int = QUEUE_SIZE,
+    ) -> None:
+        self.id = next(_ids)
+        self.viewer_id = viewer_id
+        self.token_id = token_id
+        self.user_id = user_id
+        self.task_id = task_id
+        # users whose partnership with the viewer ended while this subscription was open
+        self.dropped_users: set[str] = set()
+        self.ended: EndReason | None = None
+        # None is the end-of-stream mark, put only after the backlog is cleared, so it always fits
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=maxsize + 1)
+        self._maxsize = maxsize
+
+    def wants(self, event: Event) -> bool:
+        """The subscription's own narrowing; who may see what is decided by the hub."""
+        user_id = str(event.user_id)
+        if user_id in self.dropped_users:
+            return False
+        if self.user_id is not None and user_id != self.user_id:
+            return False
+        return self.task_id is None or str(event.task_id) == self.task_id
+
+    def offer(self, event: Event) -> None:
+        """Queue an event without waiting; a full queue ends the subscription instead."""
+        if self.ended is not None:
+            return
+        if self._queue.qsize() >= self._maxsize:
+            self.end(EndReason.TOO_SLOW)
+            return
+        self._queue.put_nowait(event)
+
+    def end(self, reason: EndReason) -> None:
+        if self.ended is not None:
+            return
+        self.ended = reason
+        while not self._queue.empty():  # the backlog is freed now, not when the client reads it
+            self._queue.get_nowait()
+        self._queue.put_nowait(None)
+
+    def drop_user(self, user_id: str) -> None:
+        """The viewer no longer partners for `user_id`: nothing more of theirs, and a narrowed stream ends."""
+        self.dropped_users.add(user_id)
+        if self.user_id == user_id:
+            self.end(EndReason.PARTNERSHIP_ENDED)
+
+    async def next_event(self) -> Event | None:
+        """The next queued event, or None once the subscription has been ended (see `ended`)."""
+        event = await self._queue.get()
+        if event is None or self.ended is not None:
+            return None
+        return event
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.qsize()

@@ -1,0 +1,134 @@
+"""The event feed: `events` (history pages) and `verificationEvents` (replay, then live, no gaps)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+import strawberry
+
+from models import Event as EventRow
+from realtime.hub import current_hub
+from realtime.subscribers import EndReason, Subscriber
+from resolvers.permissions import IsAuthenticated
+from schema.context import Info
+from schema.types.event import VerificationEvent
+from services import feeds
+from services.errors import Conflict, NotFound, ProofloopError, Unauthenticated
+
+DEFAULT_PAGE = 50
+
+
+def _optional_id(value: strawberry.ID | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _pushed(info: Info, row: EventRow) -> VerificationEvent:
+    """Each pushed event reads fresh rows; those the hub read with the event are primed, not re-read."""
+    info.context.refresh_loaders()
+    loaders = info.context.loaders
+    loaders.user.prime(str(row.user_id), row.user)
+    loaders.task.prime(str(row.task_id), row.task)
+    loaders.instance.prime(str(row.instance_id), row.instance)
+    if row.verification_id is not None:
+        loaders.verification.prime(str(row.verification_id), row.verification)
+    return VerificationEvent(row=row)
+
+
+def _ending_error(reason: EndReason | None, last_sent: int) -> ProofloopError:
+    if reason is EndReason.PARTNERSHIP_ENDED:
+        return NotFound("no such user among those you partner for")
+    if reason is EndReason.TOKEN_REVOKED:
+        return Unauthenticated("the token of this subscription was revoked")
+    if reason is EndReason.SHUTDOWN:
+        return Conflict(f"server shutting down; resume with after={last_sent}")
+    return Conflict(f"subscriber too slow; resume with after={last_sent}")
+
+
+@strawberry.type
+class EventQueries:
+    @strawberry.field(
+        permission_classes=[IsAuthenticated],
+        description="history visible to you, oldest first; before/last page back from the newest",
+    )
+    async def events(
+        self,
+        info: Info,
+        after: strawberry.ID | None = None,
+        first: int | None = DEFAULT_PAGE,
+        before: strawberry.ID | None = None,
+        last: int | None = None,
+        user_id: strawberry.ID | None = None,
+        task_id: strawberry.ID | None = None,
+    ) -> list[VerificationEvent]:
+        after_position = None if after is None else feeds.parse_position(after, "after")
+        before_position = None if before is None else feeds.parse_position(before, "before")
+        size = feeds.check_page_size(DEFAULT_PAGE if first is None else first, "first")
+        if last is not None:
+            size = feeds.check_page_size(last, "last")
+        scope = await feeds.feed_scope(
+            await info.context.viewer(), _optional_id(user_id), _optional_id(task_id)
+        )
+        # paging back: `last`, or `before` alone; `after` (with or without `before`) pages forward
+        from_newest = last is not None or (before is not None and after is None)
+        rows = await feeds.history_page(
+            scope, after=after_position, before=before_position, size=size, from_newest=from_newest
+        )
+        return [VerificationEvent(row=row) for row in rows]
+
+
+@strawberry.type
+class EventSubscriptions:
+    @strawberry.subscription(
+        permission_classes=[IsAuthenticated],
+        description="events of yourself and of every user you actively partner for, optionally narrowed; "
+        "with `after`, replays what was missed since that event id, then goes live",
+    )
+    async def verification_events(
+        self,
+        info: Info,
+        user_id: strawberry.ID | None = None,
+        task_id: strawberry.ID | None = None,
+        after: strawberry.ID | None = None,
+    ) -> AsyncGenerator[VerificationEvent, None]:
+        session = await info.context.authenticate()
+        last_sent = None if after is None else feeds.parse_position(after, "after")
+        scope = await feeds.feed_scope(session.user, _optional_id(user_id), _optional_id(task_id))
+        narrowed_to = next(iter(scope.user_ids)) if user_id is not None or task_id is not None else None
+        subscriber = Subscriber(
+            str(session.user.id), session.token_id, user_id=narrowed_to, task_id=scope.task_id
+        )
+        hub = current_hub()
+        # registered before reading the table, so whatever commits from now on is queued for us
+        hub.add(subscriber)
+        try:
+            if last_sent is None:
+                last_sent = await feeds.latest_position()
+            else:
+                async for row in _replay(scope, subscriber, last_sent):
+                    last_sent = row.position or last_sent
+                    yield _pushed(info, row)
+            while (queued := await subscriber.next_event()) is not None:
+                position = queued.position or 0
+                if position <= last_sent or not subscriber.wants(queued):
+                    continue  # already replayed, or the partnership ended after it was queued
+                last_sent = position
+                yield _pushed(info, queued)
+            raise _ending_error(subscriber.ended, last_sent)
+        finally:
+            hub.remove(subscriber)
+
+
+async def _replay(
+    scope: feeds.FeedScope, subscriber: Subscriber, after: int
+) -> AsyncGenerator[EventRow, None]:
+    """The scope's events after `after`, read in bounded batches until caught up with the table."""
+    while subscriber.ended is None:
+        rows = await feeds.scope_events_after(scope, after)
+        for row in rows:
+            if subscriber.ended is not None:
+                return
+            after = row.position or after
+            if subscriber.wants(row):
+                yield row
+        if len(rows) < feeds.READ_BATCH:
+            return

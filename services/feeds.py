@@ -1,0 +1,143 @@
+"""Who may see whose events, and reading them from the outbox in position order.
+
+A viewer sees their own events and those of every user they ACTIVELY partner for. Only rows with a
+position (given after commit, in commit order) are ever read, so a reader never sees a gap fill in.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from tortoise.queryset import QuerySet
+
+from models import Event, Partnership, PartnershipStatus, User
+from services.errors import BadInput, NotFound
+from services.ids import parse_id
+from services.tasks import visible_task
+
+MAX_PAGE = 100
+# Rows read per query when catching up: bounded, so a long backlog never lands in memory at once.
+READ_BATCH = 500
+
+
+@dataclass(frozen=True)
+class FeedScope:
+    """The users (and optionally the one task) whose events a viewer asked for and may see."""
+
+    user_ids: frozenset[str]
+    task_id: str | None = None
+
+    def admits(self, event: Event) -> bool:
+        return str(event.user_id) in self.user_ids and (
+            self.task_id is None or str(event.task_id) == self.task_id
+        )
+
+
+async def partnered_user_ids(viewer_id: str) -> set[str]:
+    """The users `viewer_id` actively partners for."""
+    rows = await Partnership.filter(partner_id=viewer_id, status=PartnershipStatus.ACTIVE).values_list(
+        "user_id", flat=True
+    )
+    return {str(user_id) for user_id in rows}
+
+
+async def visible_user_ids(viewer_id: str) -> set[str]:
+    return {viewer_id} | await partnered_user_ids(viewer_id)
+
+
+async def feed_scope(viewer: User, user_id: str | None, task_id: str | None) -> FeedScope:
+    """Narrow the viewer's feed to a user and/or task; NOT_FOUND for either one not visible (never leaks)."""
+    viewer_id = str(viewer.id)
+    visible = await visible_user_ids(viewer_id)
+    if user_id is not None:
+        wanted = parse_id(user_id, "user")
+        if wanted not in visible:
+            raise NotFound("no such user among those you partner for")
+        visible = {wanted}
+    if task_id is None:
+        return FeedScope(user_ids=frozenset(visible))
+    task = await visible_task(viewer, task_id)
+    if str(task.owner_id) not in visible:
+        raise NotFound("no such task")
+    return FeedScope(user_ids=frozenset({str(task.owner_id)}), task_id=str(task.id))
+
+
+async def watchers_of(user_ids: Collection[str]) -> dict[str, set[str]]:
+    """For each user, the partners actively watching them right now (the truth fan-out checks against)."""
+    watchers: dict[str, set[str]] = defaultdict(set)
+    if not user_ids:
+        return watchers
+    rows = await Partnership.filter(user_id__in=list(user_ids), status=PartnershipStatus.ACTIVE).values_list(
+        "user_id", "partner_id"
+    )
+    for user_id, partner_id in rows:
+        if partner_id is not None:
+            watchers[str(user_id)].add(str(partner_id))
+    return watchers
+
+
+def parse_position(value: object, field: str) -> int:
+    """An event id as the API hands it out: a non-negative integer."""
+    try:
+        position = int(str(value))
+    except ValueError:
+        raise BadInput(field, "is not an event id") from None
+    if position < 0:
+        raise BadInput(field, "is not an event id")
+    return position
+
+
+def check_page_size(size: int, field: str) -> int:
+    if not 0 <= size <= MAX_PAGE:
+        raise BadInput(field, f"must be between 0 and {MAX_PAGE}")
+    return size
+
+
+def _with_related(query: QuerySet[Event]) -> QuerySet[Event]:
+    # one joined read per batch: fan-out then serves every subscriber from memory
+    return query.select_related("user", "task", "instance", "verification")
+
+
+def _scoped(scope: FeedScope) -> QuerySet[Event]:
+    query = Event.filter(position__not_isnull=True, user_id__in=sorted(scope.user_ids))
+    if scope.task_id is not None:
+        query = query.filter(task_id=scope.task_id)
+    return query
+
+
+async def history_page(
+    scope: FeedScope, *, after: int | None, before: int | None, size: int, from_newest: bool
+) -> list[Event]:
+    """One page of the scope's history between the bounds, oldest first.
+
+    `from_newest` takes the `size` newest rows inside the bounds (paging back), else the oldest.
+    """
+    query = _scoped(scope)
+    if after is not None:
+        query = query.filter(position__gt=after)
+    if before is not None:
+        query = query.filter(position__lt=before)
+    rows = await _with_related(query.order_by("-position" if from_newest else "position").limit(size))
+    return sorted(rows, key=_position)
+
+
+async def scope_events_after(scope: FeedScope, position: int, limit: int = READ_BATCH) -> list[Event]:
+    """A subscription's replay: the scope's events after `position`, oldest first."""
+    return await _with_related(_scoped(scope).filter(position__gt=position).order_by("position").limit(limit))
+
+
+async def events_after(position: int, limit: int = READ_BATCH) -> list[Event]:
+    """Every user's events after `position`, oldest first: what one listener per process fans out."""
+    query = Event.filter(position__gt=position).order_by("position").limit(limit)
+    return await _with_related(query)
+
+
+async def latest_position() -> int:
+    row = await Event.filter(position__not_isnull=True).order_by("-position").only("position").first()
+    return row.position if row is not None and row.position is not None else 0
+
+
+def _position(event: Event) -> int:
+    return event.position or 0

@@ -1,0 +1,118 @@
+"""What a client asks a task to be: drafts and patches, and the rules each field must meet."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from models import ReviewTimeoutPolicy, VerificationMethod
+from services.errors import BadInput
+from verification.recurrence import Schedule
+
+MAX_TITLE = 200
+MAX_DESCRIPTION = 5000
+MAX_REVIEW_WINDOW = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class GpsRuleDraft:
+    latitude: float
+    longitude: float
+    radius_meters: float
+    max_accuracy_meters: float
+
+
+@dataclass(frozen=True)
+class PartnerRuleDraft:
+    review_window_seconds: int
+    on_timeout: ReviewTimeoutPolicy
+
+
+@dataclass(frozen=True)
+class TaskDraft:
+    title: str
+    description: str | None
+    method: VerificationMethod
+    schedule: Schedule
+    gps: GpsRuleDraft | None = None
+    video_min_duration_seconds: float | None = None
+    partner: PartnerRuleDraft | None = None
+
+
+@dataclass(frozen=True)
+class SchedulePatch:
+    starts_at: datetime | None = None
+    rrule: str | None = None
+    rrule_set: bool = False  # rrule may be set to null (one-off), so presence is explicit
+    timezone: str | None = None
+    window_seconds: int | None = None
+    grace_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskPatch:
+    title: str | None = None
+    description: str | None = None
+    description_set: bool = False
+    schedule: SchedulePatch | None = None
+    gps: GpsRuleDraft | None = None
+    video_min_duration_seconds: float | None = None
+    partner: PartnerRuleDraft | None = None
+
+
+def check_title(title: str) -> str:
+    title = title.strip()
+    if not 1 <= len(title) <= MAX_TITLE:
+        raise BadInput("input.title", f"must be 1 to {MAX_TITLE} characters")
+    return title
+
+
+def check_description(description: str | None) -> str | None:
+    if description is not None and len(description) > MAX_DESCRIPTION:
+        raise BadInput("input.description", f"must be at most {MAX_DESCRIPTION} characters")
+    return description
+
+
+def _finite(value: float, field: str) -> float:
+    if not math.isfinite(value):
+        raise BadInput(field, "must be a finite number")
+    return value
+
+
+def check_gps_rule(rule: GpsRuleDraft) -> None:
+    lat = _finite(rule.latitude, "input.gps.center.latitude")
+    lon = _finite(rule.longitude, "input.gps.center.longitude")
+    if not -90 <= lat <= 90:
+        raise BadInput("input.gps.center.latitude", "must be between -90 and 90")
+    if not -180 <= lon <= 180:
+        raise BadInput("input.gps.center.longitude", "must be between -180 and 180")
+    if _finite(rule.radius_meters, "input.gps.radiusMeters") <= 0:
+        raise BadInput("input.gps.radiusMeters", "must be greater than 0")
+    if _finite(rule.max_accuracy_meters, "input.gps.maxAccuracyMeters") <= 0:
+        raise BadInput("input.gps.maxAccuracyMeters", "must be greater than 0")
+
+
+def check_video_rule(min_duration_seconds: float) -> None:
+    if not 0 < _finite(min_duration_seconds, "input.video.minDurationSeconds") <= 3600:
+        raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
+
+
+def check_partner_rule(rule: PartnerRuleDraft) -> None:
+    if not 0 < rule.review_window_seconds <= MAX_REVIEW_WINDOW:
+        raise BadInput(
+            "input.partnerReview.reviewWindowSeconds", f"must be between 1 and {MAX_REVIEW_WINDOW} seconds"
+        )
+
+
+def check_rules(draft: TaskDraft) -> None:
+    if draft.method is VerificationMethod.GPS and draft.gps is None:
+        raise BadInput("input.gps", "is required when method is GPS")
+    if draft.method is VerificationMethod.VIDEO and draft.video_min_duration_seconds is None:
+        raise BadInput("input.video", "is required when method is VIDEO")
+    if draft.gps is not None:
+        check_gps_rule(draft.gps)
+    if draft.video_min_duration_seconds is not None:
+        check_video_rule(draft.video_min_duration_seconds)
+    if draft.partner is not None:
+        check_partner_rule(draft.partner)

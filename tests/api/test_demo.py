@@ -1,0 +1,50 @@
+"""The demo against a real server: it partners two users and its proofs leave events both of them can read."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from demo import run_demo
+from tests.harness import ServerProcess
+
+EVENTS = "query($user: ID) { events(userId: $user, first: 100) { type taskTitle } }"
+ME = "{ me { id } }"
+
+
+def as_user(
+    server: ServerProcess, token: str, document: str, variables: dict[str, str] | None = None
+) -> dict[str, Any]:
+    response = httpx.post(
+        f"{server.url}/graphql",
+        json={"query": document, "variables": variables or {}},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    payload = response.json()
+    assert "errors" not in payload, payload
+    data: dict[str, Any] = payload["data"]
+    return data
+
+
+def test_demo_produces_events_the_partner_sees(
+    server: ServerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_demo(server.url, duration=4) == 0
+
+    out = capsys.readouterr().out
+    alice_token, bob_token = re.findall(r"token: (\S+)", out)
+    assert '{"Authorization": "Bearer ' + bob_token + '"}' in out
+    assert "subscription { verificationEvents" in out
+    alice = as_user(server, alice_token, ME)["me"]["id"]
+    own = as_user(server, alice_token, EVENTS)["events"]
+    as_partner = as_user(server, bob_token, EVENTS, {"user": alice})["events"]
+
+    kinds = {(e["type"], e["taskTitle"]) for e in own}
+    assert ("VERIFIED", "Gym check-in") in kinds
+    assert ("VERIFIED", "Breakfast photo") in kinds
+    assert ("REVIEW_REQUESTED", "Read 20 pages") in kinds
+    assert as_partner == own

@@ -1,0 +1,373 @@
+"""Live events over real websockets: two API processes, a real worker, real Redis and PostgreSQL.
+
+Events come from the chain itself: short-interval tasks that the worker settles MISSED every second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import redis
+from gql import Client, GraphQLRequest
+from gql.transport.exceptions import TransportConnectionFailed, TransportQueryError
+from gql.transport.websockets import WebsocketsTransport
+from websockets.exceptions import ConnectionClosed
+
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
+
+SUBSCRIBE = """subscription($userId: ID, $taskId: ID, $after: ID) {
+  verificationEvents(userId: $userId, taskId: $taskId, after: $after) {
+    id type taskTitle instanceStatus user { id } task { id title } instance { id status }
+  }
+}"""
+EVENTS = "query($after: ID) { events(after: $after, first: 100) { id type } }"
+CREATE_TASK = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"
+EVERY = 1  # seconds between the test tasks' occurrences: each one yields a MISSED event
+
+
+def ws_url(server: ServerProcess) -> str:
+    return server.url.replace("http://", "ws://") + "/graphql"
+
+
+class Feed:
+    """A subscription drained into a queue by a background task, so waiting never cancels it."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.items: asyncio.Queue[dict[str, Any] | BaseException | None] = asyncio.Queue()
+
+    async def drain(self, stream: AsyncIterator[dict[str, Any]]) -> None:
+        try:
+            async for result in stream:
+                await self.items.put(result["verificationEvents"])
+            await self.items.put(None)
+        except Exception as exc:
+            await self.items.put(exc)
+
+    async def next(self, within: float = 10) -> dict[str, Any]:
+        item = await asyncio.wait_for(self.items.get(), within)
+        if not isinstance(item, dict):
+            raise AssertionError(f"the subscription ended: {item!r}")
+        return item
+
+    async def take(self, count: int, within: float = 15) -> list[dict[str, Any]]:
+        return [await self.next(within) for _ in range(count)]
+
+    async def ending(self, within: float, skipping_up_to: int = 0) -> BaseException | None:
+        """The error the subscription ended with (None for a clean end); fails if a later event comes first."""
+        while True:
+            item = await asyncio.wait_for(self.items.get(), within)
+            if not isinstance(item, dict):
+                return item
+            if int(item["id"]) > skipping_up_to:
+                raise AssertionError(f"expected the subscription to end, got event {item['id']}")
+
+    async def stays_quiet(self, seconds: float, skipping_up_to: int = 0) -> None:
+        """Nothing after event `skipping_up_to` arrives for `seconds`."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                while True:
+                    item = await self.items.get()
+                    if not isinstance(item, dict) or int(item["id"]) > skipping_up_to:
+                        raise AssertionError(f"expected nothing, got {item!r}")
+
+
+@contextlib.asynccontextmanager
+async def live_feed(server: ServerProcess, token: str, **variables: str) -> AsyncIterator[Feed]:
+    transport = WebsocketsTransport(
+        url=ws_url(server),
+        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        init_payload={"Authorization": f"Bearer {token}"},
+    )
+    client = Client(transport=transport, fetch_schema_from_transport=False)
+    session = await client.connect_async()
+    feed = Feed(session)
+    drain = asyncio.create_task(
+        feed.drain(session.subscribe(GraphQLRequest(SUBSCRIBE, variable_values=variables)))
+    )
+    try:
+        yield feed
+    finally:
+        drain.cancel()
+        with contextlib.suppress(BaseException):
+            await drain
+        with contextlib.suppress(Exception):  # the server may have closed it already
+            await client.close_async()
+
+
+@pytest.fixture(scope="module")
+def api_a(service_env: dict[str, str]) -> Iterator[ServerProcess]:
+    with ServerProcess(service_env, port=free_port()) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def api_b(service_env: dict[str, str]) -> Iterator[ServerProcess]:
+    with ServerProcess(service_env, port=free_port()) as proc:
+        yield proc
+
+
+async def make_partners(api: ApiClient, user_token: str, partner_token: str, partner_email: str) -> str:
+    """An ACTIVE partnership: the user invites the partner by email, the partner accepts."""
+    invited = await api.execute(
+        "mutation($e: String!) { invitePartner(email: $e) { id } }", {"e": partner_email}, token=user_token
+    )
+    partnership_id: str = invited["invitePartner"]["id"]
+    await api.execute(
+        "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }",
+        {"id": partnership_id},
+        token=partner_token,
+    )
+    return partnership_id
+
+
+async def start_missing_task(api: ApiClient, token: str, title: str = "Gym") -> str:
+    """A task that the worker settles MISSED every EVERY seconds, from about two seconds from now."""
+    starts_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+    schedule = {
+        "startsAt": starts_at.isoformat(),
+        "rrule": f"FREQ=SECONDLY;INTERVAL={EVERY}",
+        "timezone": "UTC",
+        "windowSeconds": 1,
+        "graceSeconds": 0,
+    }
+    data = await api.execute(
+        CREATE_TASK, {"input": {"title": title, "method": "PHOTO", "schedule": schedule}}, token=token
+    )
+    task_id: str = data["createTask"]["id"]
+    return task_id
+
+
+async def history(api: ApiClient, token: str, after: str = "0") -> list[str]:
+    return [e["id"] for e in (await api.execute(EVENTS, {"after": after}, token=token))["events"]]
+
+
+async def wait_for_history(
+    api: ApiClient, token: str, count: int, after: str = "0", within: float = 15
+) -> list[str]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        ids = await history(api, token, after)
+        if len(ids) >= count:
+            return ids
+        await asyncio.sleep(0.3)
+    raise AssertionError(f"fewer than {count} events within {within} s")
+
+
+def close_code(error: BaseException) -> int | None:
+    """The websocket close code behind gql's "connection failed"."""
+    closed = error.__cause__
+    if isinstance(closed, ConnectionClosed) and closed.rcvd is not None:
+        return closed.rcvd.code
+    return None
+
+
+def ids_of(events: list[dict[str, Any]]) -> list[str]:
+    return [e["id"] for e in events]
+
+
+def strictly_increasing(ids: list[str]) -> bool:
+    return all(int(a) < int(b) for a, b in itertools.pairwise(ids))
+
+
+async def test_partner_on_another_process_receives_the_workers_events_in_order(
+    api_a: ServerProcess, api_b: ServerProcess, worker: WorkerProcess
+) -> None:
+    async with ApiClient(api_a.url) as api:
+        owner_token, owner = await api.register()
+        partner_token, partner = await api.register()
+        stranger_token, _ = await api.register()
+        await make_partners(api, owner_token, partner_token, partner["email"])
+        async with (
+            live_feed(api_b, partner_token, after="0") as partner_feed,
+            live_feed(api_b, stranger_token) as stranger_feed,
+        ):
+            task_id = await start_missing_task(api, owner_token, title="Morning run")
+            received = await partner_feed.take(2)
+            await api.execute(
+                "mutation($id: ID!) { pauseTask(id: $id) { id } }", {"id": task_id}, token=owner_token
+            )
+            await stranger_feed.stays_quiet(0.2)
+        assert strictly_increasing(ids_of(received))
+        assert {(e["type"], e["instanceStatus"], e["taskTitle"]) for e in received} == {
+            ("MISSED", "MISSED", "Morning run")
+        }
+        assert {(e["user"]["id"], e["task"]["id"]) for e in received} == {(owner["id"], task_id)}
+        assert len({e["instance"]["id"] for e in received}) == 2
+        # the live stream is the table's history, in the same order
+        assert (await history(api, partner_token))[:2] == ids_of(received)
+
+
+async def test_resuming_after_a_disconnect_yields_exactly_what_was_missed(
+    api_a: ServerProcess, api_b: ServerProcess, worker: WorkerProcess
+) -> None:
+    async with ApiClient(api_a.url) as api:
+        token, _ = await api.register()
+        task_id = await start_missing_task(api, token)
+        async with live_feed(api_b, token) as feed:
+            first = await feed.next(within=10)
+        # offline while two more occurrences are missed
+        missed = await wait_for_history(api, token, count=2, after=first["id"])
+        async with live_feed(api_a, token, after=first["id"]) as feed:
+            resumed = ids_of(await feed.take(3))
+        await api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": task_id}, token=token)
+        since_first = await history(api, token, after=first["id"])
+    assert resumed[:2] == missed[:2]  # replayed: no gap
+    assert since_first[:3] == resumed  # then live, with no duplicate and nothing skipped
+    assert strictly_increasing([first["id"], *resumed])
+
+
+async def test_a_connection_without_a_valid_token_is_rejected(api_b: ServerProcess) -> None:
+    transport = WebsocketsTransport(
+        url=ws_url(api_b),
+        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        init_payload={"Authorization": "Bearer not-a-token"},
+    )
+    with pytest.raises(TransportConnectionFailed) as failed:
+        async with Client(transport=transport, fetch_schema_from_transport=False):
+            pass
+    assert close_code(failed.value) == 4403
+
+
+async def test_subscribing_to_a_user_you_do_not_partner_for_is_not_found(api_b: ServerProcess) -> None:
+    async with ApiClient(api_b.url) as api:
+        token, _ = await api.register()
+        _, other = await api.register()
+    async with live_feed(api_b, token, userId=other["id"]) as feed:
+        ended = await feed.ending(within=5)
+    assert isinstance(ended, TransportQueryError)
+    assert ended.errors is not None
+    assert ended.errors[0]["extensions"]["code"] == "NOT_FOUND"
+
+
+async def test_removing_the_partnership_stops_delivery_at_once(
+    api_a: ServerProcess, api_b: ServerProcess, worker: WorkerProcess
+) -> None:
+    async with ApiClient(api_a.url) as api:
+        owner_token, owner = await api.register()
+        partner_token, partner = await api.register()
+        partnership_id = await make_partners(api, owner_token, partner_token, partner["email"])
+        task_id = await start_missing_task(api, owner_token)
+        async with (
+            live_feed(api_b, partner_token, after="0") as everyone,
+            live_feed(api_b, partner_token, userId=owner["id"], after="0") as narrowed,
+        ):
+            await everyone.next()
+            await narrowed.next()
+            await api.execute(
+                "mutation($id: ID!) { removePartner(partnershipId: $id) }",
+                {"id": partnership_id},
+                token=owner_token,
+            )
+            # events fanned out before the removal may still be on their way; nothing after it
+            before_removal = await history(api, owner_token)
+            cutoff = int(before_removal[-1])
+            ended = await narrowed.ending(within=1.0, skipping_up_to=cutoff)
+            await wait_for_history(api, owner_token, count=len(before_removal) + 1)
+            await everyone.stays_quiet(0.5, skipping_up_to=cutoff)
+        await api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": task_id}, token=owner_token)
+    assert isinstance(ended, TransportQueryError)
+    assert ended.errors is not None
+    assert ended.errors[0]["extensions"]["code"] == "NOT_FOUND"
+
+
+async def test_logout_closes_the_sockets_opened_with_that_token(
+    api_a: ServerProcess, api_b: ServerProcess
+) -> None:
+    async with ApiClient(api_a.url) as api:
+        token, user = await api.register()
+        other = (
+            await api.execute(
+                'mutation($e: String!) { login(email: $e, password: "correct horse battery") { token } }',
+                {"e": (await api.execute("query { me { email } }", token=token))["me"]["email"]},
+            )
+        )["login"]["token"]
+        async with live_feed(api_b, token) as revoked, live_feed(api_b, other) as kept:
+            await asyncio.sleep(0.3)  # both subscriptions registered
+            await api.execute("mutation { logout }", token=token)
+            ended = await revoked.ending(within=3)
+            await asyncio.sleep(0.5)
+            # the socket itself is closed, so its cached session cannot run anything more
+            with pytest.raises(TransportConnectionFailed) as closed:
+                await revoked.session.execute(GraphQLRequest("query { me { id } }"))
+            assert close_code(closed.value) == 4401
+            await kept.stays_quiet(0.3)
+            assert (await kept.session.execute(GraphQLRequest("query { me { id } }")))["me"]["id"] == user[
+                "id"
+            ]
+    assert isinstance(ended, TransportQueryError)
+    assert ended.errors is not None
+    assert ended.errors[0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+@pytest.fixture
+def private_redis() -> Iterator[PrivateRedis]:
+    server = PrivateRedis(free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+class PrivateRedis:
+    """A redis-server of this test's own, which it may kill and restart (never the machine's shared one)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                "/usr/bin/redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(redis.ConnectionError):
+                if redis.Redis(port=self.port).ping():
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+async def test_a_redis_restart_mid_stream_loses_nothing(
+    service_env: dict[str, str], private_redis: PrivateRedis
+) -> None:
+    env = {**service_env, "PROOFLOOP_REDIS_URL": private_redis.url}
+    with ServerProcess(env, port=free_port()) as api_proc, WorkerProcess(env):
+        async with ApiClient(api_proc.url) as api:
+            token, _ = await api.register()
+            task_id = await start_missing_task(api, token)
+            async with live_feed(api_proc, token, after="0") as feed:
+                received = [await feed.next(within=10)]
+                private_redis.stop()
+                await asyncio.sleep(2.5)  # at least one occurrence is settled while Redis is gone
+                private_redis.start()
+                received += await feed.take(3, within=15)
+            await api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": task_id}, token=token)
+            everything = await history(api, token)
+    assert everything[: len(received)] == ids_of(received)

@@ -1,0 +1,123 @@
+"""Prometheus metrics: the API's /metrics, the worker's own endpoint, and `serve --workers 2` summing both."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.chain_support import create_short_task, eventually
+from tests.harness import ROOT, ApiClient, ServerProcess, WorkerProcess, child_env, free_port
+
+API_METRICS = (
+    "proofloop_graphql_operation_duration_seconds",
+    "proofloop_open_subscriptions",
+    "proofloop_events_published",
+    "proofloop_settlements",
+    "proofloop_link_lateness_seconds",
+)
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    return samples(text).get((name, frozenset(labels.items())), 0.0)
+
+
+def family_names(text: str) -> set[str]:
+    return {family.name for family in text_string_to_metric_families(text)}
+
+
+def scrape(url: str) -> str:
+    response = httpx.get(url, timeout=5)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return response.text
+
+
+async def test_api_metrics_name_every_signal_after_a_request(server: ServerProcess, api: ApiClient) -> None:
+    token, _ = await api.register()
+    await api.execute("query MetricsProbe { me { id } }", token=token)
+
+    text = scrape(f"{server.url}/metrics")
+
+    assert set(API_METRICS) <= family_names(text)
+    probe = {"operation_name": "MetricsProbe", "operation_type": "query"}
+    assert value(text, "proofloop_graphql_operation_duration_seconds_count", **probe) >= 1
+
+
+async def test_worker_metrics_count_a_chain_settlement(
+    worker: WorkerProcess, api: ApiClient, service_env: dict[str, str]
+) -> None:
+    url = f"http://127.0.0.1:{service_env['PROOFLOOP_WORKER_METRICS_PORT']}/metrics"
+    before = scrape(url)
+    token, _ = await api.register()
+
+    await create_short_task(api, token, title="Metrics")
+
+    async def settled_and_timed() -> bool:
+        now = scrape(url)
+        return value(now, "proofloop_settlements_total", outcome="missed") > value(
+            before, "proofloop_settlements_total", outcome="missed"
+        ) and value(now, "proofloop_link_lateness_seconds_count") > value(
+            before, "proofloop_link_lateness_seconds_count"
+        )
+
+    await eventually(settled_and_timed, timeout=30, what="a MISSED settlement in the worker's metrics")
+    after = scrape(url)
+    assert value(after, "proofloop_links_sent_total", source="chain") >= 1
+    assert "proofloop_pump_backlog" in family_names(after)
+
+
+@pytest.fixture
+def two_worker_server(service_env: dict[str, str]) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "serve", "--workers", "2", "--port", str(port)],
+        env=child_env(service_env),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_serve_with_two_workers_answers_and_sums_metrics(two_worker_server: str) -> None:
+    assert httpx.get(f"{two_worker_server}/healthz", timeout=5).json() == {"status": "ok"}
+    name = f"Probe{uuid.uuid4().hex[:8]}"
+    for _ in range(12):
+        response = httpx.post(
+            f"{two_worker_server}/graphql", json={"query": f"query {name} {{ __typename }}"}, timeout=5
+        )
+        assert response.json() == {"data": {"__typename": "Query"}}
+
+    text = scrape(f"{two_worker_server}/metrics")
+
+    # each request was timed by whichever process took it; the exposition sums the processes' files
+    probe = {"operation_name": name, "operation_type": "query"}
+    assert value(text, "proofloop_graphql_operation_duration_seconds_count", **probe) == 12
