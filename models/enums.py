@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class VerificationMethod(str, Enum):
+class VerificationMethod(StrEnum):
     GPS = "GPS"
     PHOTO = "PHOTO"
     PARTNER = "PARTNER"
     VIDEO = "VIDEO"
 
 
-class TaskState(str, Enum):
+class TaskState(StrEnum):
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
     ENDED = "ENDED"
 
 
-class InstanceStatus(str, Enum):
+class InstanceStatus(StrEnum):
     PENDING = "PENDING"
     PENDING_REVIEW = "PENDING_REVIEW"
     VERIFIED = "VERIFIED"
@@ -27,13 +27,13 @@ class InstanceStatus(str, Enum):
     CANCELED = "CANCELED"
 
 
-class VerificationStatus(str, Enum):
+class VerificationStatus(StrEnum):
     ACCEPTED = "ACCEPTED"
     REJECTED = "REJECTED"
     PENDING_REVIEW = "PENDING_REVIEW"
 
 
-class RejectionReason(str, Enum):
+class RejectionReason(StrEnum):
     OUTSIDE_WINDOW = "OUTSIDE_WINDOW"
     OUTSIDE_GEOFENCE = "OUTSIDE_GEOFENCE"
     LOW_ACCURACY = "LOW_ACCURACY"
@@ -45,19 +45,19 @@ class RejectionReason(str, Enum):
     REVIEW_TIMED_OUT = "REVIEW_TIMED_OUT"
 
 
-class ReviewTimeoutPolicy(str, Enum):
+class ReviewTimeoutPolicy(StrEnum):
     APPROVE = "APPROVE"
     REJECT = "REJECT"
 
 
-class PartnershipStatus(str, Enum):
+class PartnershipStatus(StrEnum):
     INVITED = "INVITED"
     ACTIVE = "ACTIVE"
     DECLINED = "DECLINED"
     REMOVED = "REMOVED"
 
 
-class EventType(str, Enum):
+class EventType(StrEnum):
     PROOF_SUBMITTED = "PROOF_SUBMITTED"
     REVIEW_REQUESTED = "REVIEW_REQUESTED"
     VERIFIED = "VERIFIED"

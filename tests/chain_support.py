@@ -12,11 +12,15 @@ import asyncpg
 
 from tests.harness import ApiClient
 
-CREATE = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id dueAt } } }"
+CREATE = (
+    "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id dueAt } } }"
+)
 
 
 def short_schedule(start_in: float, every: int, window: int = 1) -> dict[str, Any]:
-    starts_at = (datetime.now(UTC) + timedelta(seconds=start_in)).replace(microsecond=0) + timedelta(seconds=1)
+    starts_at = (datetime.now(UTC) + timedelta(seconds=start_in)).replace(microsecond=0) + timedelta(
+        seconds=1
+    )
     return {
         "startsAt": starts_at.isoformat(),
         "rrule": f"FREQ=SECONDLY;INTERVAL={every}",

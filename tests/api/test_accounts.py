@@ -74,7 +74,7 @@ async def test_unknown_timezone_is_refused(api: ApiClient) -> None:
 
 
 async def test_wrong_password_and_unknown_user_look_the_same(api: ApiClient) -> None:
-    token, user = await api.register()
+    _, user = await api.register()
     messages = []
     for email in (user["email"], "nobody-here@example.com"):
         with pytest.raises(GraphQLFailure) as failure:

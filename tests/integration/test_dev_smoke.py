@@ -11,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import httpx
 import psutil
 
 from tests.chain_support import create_short_task, eventually
@@ -69,11 +70,9 @@ async def test_dev_runs_everything_and_stops_cleanly(tmp_path: Path) -> None:
         async with ApiClient(f"http://127.0.0.1:{port}") as api:
             token, _ = await api.register()
             assert (await api.execute(ME, token=token))["me"]["displayName"]
-            html = urllib.request.urlopen(
-                urllib.request.Request(f"http://127.0.0.1:{port}/graphql", headers={"Accept": "text/html"}),
-                timeout=5,
-            ).read()
-            assert b"graphiql" in html.lower()
+            async with httpx.AsyncClient() as client:
+                page = await client.get(f"http://127.0.0.1:{port}/graphql", headers={"Accept": "text/html"})
+            assert "graphiql" in page.text.lower()
             task = await create_short_task(api, token, start_in=1, every=2)
 
             async def missed() -> bool:
