@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from models import Event
+from observability.metrics import OPEN_SUBSCRIPTIONS
 from realtime.notices import CONTROL_CHANNEL, EVENTS_CHANNEL_PREFIX
 from realtime.subscribers import EndReason, Subscriber
 
@@ -84,12 +85,16 @@ class Hub:
                 subscriber.end(EndReason.SHUTDOWN)
 
     def add(self, subscriber: Subscriber) -> None:
-        self._by_viewer.setdefault(subscriber.viewer_id, set()).add(subscriber)
+        subscribers = self._by_viewer.setdefault(subscriber.viewer_id, set())
+        if subscriber not in subscribers:
+            subscribers.add(subscriber)
+            OPEN_SUBSCRIPTIONS.inc()
 
     def remove(self, subscriber: Subscriber) -> None:
         subscribers = self._by_viewer.get(subscriber.viewer_id)
-        if subscribers is not None:
+        if subscribers is not None and subscriber in subscribers:
             subscribers.discard(subscriber)
+            OPEN_SUBSCRIPTIONS.dec()
             if not subscribers:
                 del self._by_viewer[subscriber.viewer_id]
 

@@ -88,7 +88,7 @@ async def live_feed(server: ServerProcess, token: str, **variables: str) -> Asyn
         init_payload={"Authorization": f"Bearer {token}"},
     )
     client = Client(transport=transport, fetch_schema_from_transport=False)
-    session = await client.connect_async()
+    session = await client.connect_async()  # type: ignore[no-untyped-call]
     feed = Feed(session)
     drain = asyncio.create_task(
         feed.drain(session.subscribe(GraphQLRequest(SUBSCRIBE, variable_values=variables)))
@@ -100,7 +100,7 @@ async def live_feed(server: ServerProcess, token: str, **variables: str) -> Asyn
         with contextlib.suppress(BaseException):
             await drain
         with contextlib.suppress(Exception):  # the server may have closed it already
-            await client.close_async()
+            await client.close_async()  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture(scope="module")

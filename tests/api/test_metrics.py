@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import subprocess
 import sys
 import time
@@ -10,6 +12,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from gql import Client, gql
+from gql.transport.websockets import WebsocketsTransport
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.chain_support import create_short_task, eventually
@@ -121,3 +125,31 @@ def test_serve_with_two_workers_answers_and_sums_metrics(two_worker_server: str)
     # each request was timed by whichever process took it; the exposition sums the processes' files
     probe = {"operation_name": name, "operation_type": "query"}
     assert value(text, "proofloop_graphql_operation_duration_seconds_count", **probe) == 12
+
+
+async def test_open_subscriptions_are_counted(service_env: dict[str, str]) -> None:
+    with ServerProcess(service_env, port=free_port()) as server:  # its own: no other test's sockets
+        async with ApiClient(server.url) as api:
+            token, _ = await api.register()
+        assert value(scrape(f"{server.url}/metrics"), "proofloop_open_subscriptions") == 0
+        transport = WebsocketsTransport(
+            url=server.url.replace("http", "ws") + "/graphql",
+            init_payload={"Authorization": f"Bearer {token}"},
+            subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        )
+        async with Client(transport=transport) as session:
+            stream = session.subscribe(gql("subscription { verificationEvents { id } }"))
+            pending = asyncio.ensure_future(stream.__anext__())
+
+            async def counted() -> bool:
+                return value(scrape(f"{server.url}/metrics"), "proofloop_open_subscriptions") == 1
+
+            await eventually(counted, timeout=10, what="the open subscription counted")
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                await pending
+
+        async def released() -> bool:
+            return value(scrape(f"{server.url}/metrics"), "proofloop_open_subscriptions") == 0
+
+        await eventually(released, timeout=10, what="the closed subscription released")
