@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure
+from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port
 
 TASK_FIELDS = """
   id title description method state streak createdAt
@@ -134,9 +134,8 @@ async def test_bad_input_names_the_field(api: ApiClient, overrides: dict[str, An
     assert after == before  # nothing stored half-way
 
 
-async def test_interval_under_the_minimum_is_refused(api: ApiClient) -> None:
+async def test_a_rule_that_never_occurs_is_refused(api: ApiClient) -> None:
     token, _ = await api.register()
-    # the test server runs with MIN_INTERVAL_SECONDS=1: sub-second rules cannot exist, so use its message
     with pytest.raises(GraphQLFailure) as failure:
         await create(
             api,
@@ -147,6 +146,35 @@ async def test_interval_under_the_minimum_is_refused(api: ApiClient) -> None:
             },
         )
     assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", "input.schedule.rrule")
+
+
+async def test_an_interval_under_the_minimum_is_refused(service_env: dict[str, str]) -> None:
+    env = {**service_env, "PROOFLOOP_MIN_INTERVAL_SECONDS": "60"}  # the shipped default
+    with ServerProcess(env, port=free_port()) as server:
+        async with ApiClient(server.url) as api:
+            token, _ = await api.register()
+            with pytest.raises(GraphQLFailure) as failure:
+                await create(
+                    api,
+                    token,
+                    schedule={
+                        "startsAt": "2030-01-01T07:00:00+00:00",
+                        "rrule": "FREQ=SECONDLY;INTERVAL=30",
+                        "windowSeconds": 10,
+                    },
+                )
+            assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", "input.schedule.rrule")
+            assert "60" in failure.value.message
+            minutely = await create(
+                api,
+                token,
+                schedule={
+                    "startsAt": "2030-01-01T07:00:00+00:00",
+                    "rrule": "FREQ=MINUTELY",
+                    "windowSeconds": 10,
+                },
+            )
+            assert minutely["state"] == "ACTIVE"
 
 
 async def test_one_off_task_and_count_exhaustion(api: ApiClient) -> None:
