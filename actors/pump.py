@@ -6,10 +6,26 @@ import asyncio
 import contextlib
 import logging
 
+import dramatiq
+from dramatiq.brokers.redis import RedisBroker
+
+from services.messaging import CHAIN_QUEUE
 from services.pump import PumpSettings, pump_once
 from settings import Settings
 
 log = logging.getLogger("proofloop.pump")
+
+# More links than this waiting in the ready queue means the workers are behind: overdue links are
+# queued, not lost, and resending them would only add duplicates to the backlog.
+READY_BACKLOG_LIMIT = 100
+
+
+def _ready_links() -> int:
+    broker = dramatiq.get_broker()
+    if not isinstance(broker, RedisBroker):
+        return 0
+    waiting: int = broker.client.llen(f"{broker.namespace}:{CHAIN_QUEUE}")
+    return waiting
 
 
 def pump_settings(settings: Settings) -> PumpSettings:
@@ -24,7 +40,8 @@ async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
     config = pump_settings(settings)
     while not stopping.is_set():
         try:
-            tick = await pump_once(config)
+            backlog = await asyncio.to_thread(_ready_links)
+            tick = await pump_once(config, resend_overdue=backlog <= READY_BACKLOG_LIMIT)
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
         except Exception:

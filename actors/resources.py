@@ -13,6 +13,7 @@ from dramatiq.middleware.asyncio import AsyncIO
 from actors.pump import run_pump
 from realtime import notices
 from runtime import close_database, open_database
+from services.events import announce_in_background
 from settings import Settings
 
 log = logging.getLogger("proofloop.worker")
@@ -36,6 +37,7 @@ class WorkerResources(AsyncIO):
 
     async def _open(self) -> None:
         await open_database(self.settings)
+        announce_in_background()
         notices.configure(self.settings.resolved_redis_url)
         self.stopping = asyncio.Event()
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from tortoise.expressions import F
+from tortoise.expressions import F, RawSQL
 
 from models import (
     EventType,
@@ -26,7 +26,7 @@ from models import (
     VerificationStatus,
 )
 from observability.metrics import count_links_sent, observe_settlement
-from services.db import db_now, write_transaction
+from services.db import db_now, is_sqlite, write_transaction
 from services.events import record_event
 from services.messaging import Outgoing, send, send_after_commit
 from services.schedules import next_due_after, window_of
@@ -60,6 +60,16 @@ async def lock_task(task_id: str) -> Task:
     return await Task.filter(id=task_id).select_for_update().get()
 
 
+async def lock_task_with_clock(task_id: str) -> tuple[Task, datetime]:
+    """lock_task, with the database's clock read in the same statement (the fire's hot path)."""
+    if is_sqlite():
+        return await lock_task(task_id), await db_now()
+    clocked = Task.filter(id=task_id).annotate(db_now=RawSQL("clock_timestamp()"))
+    task = await clocked.select_for_update().get()
+    now: datetime = getattr(task, "db_now")  # noqa: B009  (an annotation, not a field)
+    return task, now.astimezone(UTC)
+
+
 async def plan_next_instance(
     task: Task, *, after: datetime, now: datetime, timing: ChainTiming
 ) -> TaskInstance | None:
@@ -89,6 +99,7 @@ async def plan_next_instance(
         fire_at=fire_at,
         link_no=1 if linked else 0,
         link_for=fire_at if linked else None,
+        linked_at=now if linked else None,
     )
     if linked:
         # inside the horizon the chain links itself; farther ones are the pump's to hand over
@@ -107,7 +118,10 @@ async def move_fire_at(
     linked = (fire_at - now).total_seconds() <= timing.link_horizon_seconds
     link_no = instance.link_no + 1 if linked else instance.link_no
     await TaskInstance.filter(id=instance.id).update(
-        fire_at=fire_at, link_no=link_no, link_for=fire_at if linked else None
+        fire_at=fire_at,
+        link_no=link_no,
+        link_for=fire_at if linked else None,
+        linked_at=now if linked else None,
     )
     instance.fire_at, instance.link_no, instance.link_for = fire_at, link_no, fire_at if linked else None
     if linked:
@@ -130,8 +144,7 @@ async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutco
     if instance is None or instance.fire_at is None or instance.status not in OPEN_STATUSES:
         return FireOutcome.NOTHING_OWED
     async with write_transaction():
-        task = await lock_task(instance.task_id)
-        now = await db_now()
+        task, now = await lock_task_with_clock(instance.task_id)
         if instance.status is InstanceStatus.PENDING:
             return await _settle_pending(task, instance, now, link_no, timing)
         return await _settle_review(task, instance, now, link_no)
@@ -207,7 +220,7 @@ async def _resend_if_early(instance: TaskInstance, now: datetime, link_no: int) 
     if current.fire_at <= now:
         return FireOutcome.NOTHING_OWED  # settled meanwhile by someone else's transaction
     claimed = await TaskInstance.filter(id=instance.id, link_no=link_no, fire_at=current.fire_at).update(
-        link_no=F("link_no") + 1, link_for=current.fire_at
+        link_no=F("link_no") + 1, link_for=current.fire_at, linked_at=now
     )
     if claimed:
         send_after_commit(link_message(str(instance.id), link_no + 1, current.fire_at))

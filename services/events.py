@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from datetime import datetime
 from typing import Any
 
 from models import Event, EventType, Task, TaskInstance, Verification
 from realtime import notices
 from services.db import connection, is_sqlite, on_commit, write_transaction
+
+log = logging.getLogger("proofloop.events")
 
 # Any constant shared by every process: serializes the step that gives positions.
 _POSITION_LOCK_KEY = 7_311_001
@@ -59,6 +63,57 @@ async def assign_positions() -> list[tuple[str, int]]:
 
 
 async def announce_committed_events() -> None:
-    """Position what committed and wake the listeners; also the pump's backstop after a crash."""
-    positions = await assign_positions()
-    await notices.publish_positions(positions)
+    """Position what committed and wake the listeners; also the pump's backstop after a crash.
+
+    Concurrent callers share runs: one who arrives while a run is under way waits for the next run,
+    which starts after its own commit and so covers its rows. A burst of settlements thus takes a few
+    serialized position steps, not one each.
+    """
+    await _announcer.request(wait=_WAIT_FOR_ANNOUNCEMENTS)
+
+
+_WAIT_FOR_ANNOUNCEMENTS = True
+
+
+def announce_in_background() -> None:
+    """Workers need not wait for the wake-up after each settlement (the API does: a client that reads
+    `events` right after its mutation must find the event there); their links return sooner."""
+    global _WAIT_FOR_ANNOUNCEMENTS
+    _WAIT_FOR_ANNOUNCEMENTS = False
+
+
+class _Announcer:
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._next: asyncio.Future[None] | None = None
+        self._running = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def request(self, *, wait: bool) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
+            self._loop, self._next, self._running = loop, None, False
+        if self._next is None:
+            self._next = loop.create_future()
+        waiting = self._next
+        if not self._running:
+            self._running = True
+            self._task = loop.create_task(self._run())  # held: a running task must not be collected
+        if wait:
+            await asyncio.shield(waiting)
+
+    async def _run(self) -> None:
+        try:
+            while self._next is not None:
+                current, self._next = self._next, None
+                try:
+                    await notices.publish_positions(await assign_positions())
+                except Exception:
+                    # committed rows stay unpositioned until the next run or the pump's backstop
+                    log.exception("positioning committed events failed; the pump will retry")
+                current.set_result(None)
+        finally:
+            self._running = False
+
+
+_announcer = _Announcer()

@@ -17,23 +17,51 @@ from services.events import announce_committed_events
 
 _PUMP_LOCK_KEY = 7_311_002
 
+# A link counts as lost once its fire_at is PROOFLOOP_LINK_OVERDUE_SECONDS past and, if it was resent,
+# the resend is that old times 2^(resends so far, at most 3): a worker busy with a backlog is not a lost
+# link, and backing off keeps a slow drain from being flooded with duplicates.
+_SENT_LONG_AGO = {
+    "postgres": "COALESCE(linked_at, fire_at) <= {now}::timestamptz"
+    " - {overdue_s}::float8 * power(2, LEAST(GREATEST(link_no - 1, 0), 3)) * interval '1 second'",
+    "sqlite": "julianday(COALESCE(linked_at, fire_at)) <= julianday({now})"
+    " - ({overdue_s} * (1 << MIN(MAX(link_no - 1, 0), 3))) / 86400.0",
+}
+_LOST = "(fire_at <= {overdue} AND " + "{sent_long_ago})"
+
 _LIVE_LINKS_SQL = """
 SELECT COUNT(*) AS n FROM task_instances
-WHERE fire_at IS NOT NULL AND link_for = fire_at AND link_for > {overdue}
+WHERE fire_at IS NOT NULL AND link_for = fire_at AND NOT {lost}
 """
 
 # Earliest fire_at first: a near link never waits behind a far one.
 _CLAIM_SQL = """
-UPDATE task_instances SET link_no = link_no + 1, link_for = fire_at
+UPDATE task_instances SET link_no = link_no + 1, link_for = fire_at, linked_at = {now}
 WHERE id IN (
     SELECT id FROM task_instances
     WHERE fire_at IS NOT NULL AND fire_at <= {horizon}
-      AND (link_for IS NULL OR link_for <> fire_at OR link_for <= {overdue})
+      AND (link_for IS NULL OR link_for <> fire_at OR {lost})
     ORDER BY fire_at
     LIMIT {limit}{skip_locked}
 )
 RETURNING id, link_no, fire_at
 """
+
+
+def _statements(dialect: str, *, resend_overdue: bool) -> tuple[str, str]:
+    """(live-links count, claim) for this dialect; parameters: now, overdue cutoff, overdue seconds,
+    horizon, limit (numbered placeholders, which both dialects have, so one may appear twice)."""
+    ph = [f"?{n}" if dialect == "sqlite" else f"${n}" for n in range(1, 6)]
+    sent_long_ago = _SENT_LONG_AGO[dialect].format(now=ph[0], overdue_s=ph[2])
+    lost = _LOST.format(overdue=ph[1], sent_long_ago=sent_long_ago)
+    live = _LIVE_LINKS_SQL.format(lost=lost)
+    claim = _CLAIM_SQL.format(
+        now=ph[0],
+        horizon=ph[3],
+        lost=lost if resend_overdue else "FALSE",
+        limit=ph[4],
+        skip_locked="" if dialect == "sqlite" else " FOR UPDATE SKIP LOCKED",
+    )
+    return live, claim
 
 
 @dataclass(frozen=True)
@@ -57,10 +85,12 @@ def _as_utc(value: Any) -> datetime:
     return value.astimezone(UTC)
 
 
-async def claim_due_links(settings: PumpSettings) -> PumpTick:
-    """Claim (earliest first, within the budget) the rows inside the horizon that lack a live link."""
+async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True) -> PumpTick:
+    """Claim (earliest first, within the budget) the rows inside the horizon that lack a live link;
+    with `resend_overdue` False (the workers are behind), only rows that never had a link for their
+    fire_at."""
     sqlite = is_sqlite()
-    ph = ["?", "?", "?"] if sqlite else ["$1", "$2", "$3"]
+    live_sql, claim_sql = _statements("sqlite" if sqlite else "postgres", resend_overdue=resend_overdue)
     async with write_transaction():
         conn = connection()
         if not sqlite:
@@ -70,17 +100,16 @@ async def claim_due_links(settings: PumpSettings) -> PumpTick:
             if not got[0]["ok"]:
                 return PumpTick(sent=0, live_before=0, skipped=True)
         now = await db_now()
-        overdue = now - timedelta(seconds=settings.link_overdue_seconds)
-        live_rows = await conn.execute_query_dict(_LIVE_LINKS_SQL.format(overdue=ph[0]), [overdue])
+        overdue_s = settings.link_overdue_seconds
+        cutoff = now - timedelta(seconds=overdue_s)
+        # both statements take the same five parameters; the count ignores the last two
+        live_rows = await conn.execute_query_dict(live_sql, [now, cutoff, overdue_s])
         live = int(live_rows[0]["n"])
         budget = settings.max_outstanding_links - live
         if budget <= 0:
             return PumpTick(sent=0, live_before=live)
-        sql = _CLAIM_SQL.format(
-            horizon=ph[0], overdue=ph[1], limit=ph[2], skip_locked="" if sqlite else " FOR UPDATE SKIP LOCKED"
-        )
         horizon = now + timedelta(seconds=settings.link_horizon_seconds)
-        rows = await conn.execute_query_dict(sql, [horizon, overdue, budget])
+        rows = await conn.execute_query_dict(claim_sql, [now, cutoff, overdue_s, horizon, budget])
     claimed = [(str(r["id"]), int(r["link_no"]), _as_utc(r["fire_at"])) for r in rows]
     await send_links(claimed)
     PUMP_BACKLOG.set(len(claimed))
@@ -88,8 +117,8 @@ async def claim_due_links(settings: PumpSettings) -> PumpTick:
     return PumpTick(sent=len(claimed), live_before=live)
 
 
-async def pump_once(settings: PumpSettings) -> PumpTick:
+async def pump_once(settings: PumpSettings, *, resend_overdue: bool = True) -> PumpTick:
     """One tick: hand over links, and position/announce events a crashed process left behind."""
-    tick = await claim_due_links(settings)
+    tick = await claim_due_links(settings, resend_overdue=resend_overdue)
     await announce_committed_events()
     return tick
