@@ -1,4 +1,6 @@
-"""chain.fire: one link of a task's chain. No Dramatiq retries: the pump is the retry."""
+"""chain.fire: one link of a task's chain (chain.fire_batch: links due at the same instant).
+
+No Dramatiq retries: the pump is the retry."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import logging
 
 import dramatiq
 
-from services.chain import FIRE_ACTOR, ChainTiming, fire
+from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, fire, fire_batch
 from services.messaging import CHAIN_QUEUE
 from settings import get_settings
 
@@ -18,3 +20,9 @@ async def fire_link(instance_id: str, link_no: int) -> None:
     timing = ChainTiming(link_horizon_seconds=get_settings().link_horizon_seconds)
     outcome = await fire(instance_id, link_no, timing)
     log.debug("fired %s link %d: %s", instance_id, link_no, outcome.value, extra={"instance_id": instance_id})
+
+
+@dramatiq.actor(actor_name=FIRE_BATCH_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
+async def fire_links(links: list[list[object]]) -> None:
+    timing = ChainTiming(link_horizon_seconds=get_settings().link_horizon_seconds)
+    await fire_batch([(str(instance_id), int(str(link_no))) for instance_id, link_no in links], timing)

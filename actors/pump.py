@@ -15,9 +15,9 @@ from settings import Settings
 
 log = logging.getLogger("proofloop.pump")
 
-# More links than this waiting in the ready queue means the workers are behind: overdue links are
-# queued, not lost, and resending them would only add duplicates to the backlog.
-READY_BACKLOG_LIMIT = 100
+# Messages waiting in the ready queue mean the workers are behind: overdue links are queued, not lost,
+# and resending them would only add duplicates to the backlog (a lost one is resent once it drains).
+READY_BACKLOG_LIMIT = 0
 
 
 def _ready_links() -> int:

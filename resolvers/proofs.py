@@ -1,21 +1,39 @@
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import datetime
+from typing import Protocol
 
 import strawberry
 from starlette.datastructures import UploadFile
 from strawberry.file_uploads import Upload
 
+from models import User
+from models import Verification as VerificationRow
 from resolvers.permissions import IsAuthenticated
 from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.inputs import GeoPointInput, aware
 from schema.types.verification import Verification
 from services import media_proofs, proofs
+from services.chain import ChainTiming
 from services.db import db_now
 from services.errors import BadInput, PayloadTooLarge
 from services.media_proofs import MediaPolicy
 from settings import Settings
+
+
+class SubmitMedia(Protocol):
+    def __call__(
+        self,
+        viewer: User,
+        instance_id: str,
+        data: bytes,
+        *,
+        arrival: datetime,
+        policy: MediaPolicy,
+        timing: ChainTiming,
+    ) -> Awaitable[VerificationRow]: ...
 
 
 def media_policy(settings: Settings) -> MediaPolicy:
@@ -66,30 +84,25 @@ class ProofMutations:
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_photo(self, info: Info, instance_id: strawberry.ID, photo: Upload) -> Verification:
-        arrival = await db_now()
-        settings = info.context.settings
-        data = await read_upload(photo, "photo", settings.max_upload_bytes)
-        row = await media_proofs.submit_photo(
-            await info.context.viewer(),
-            str(instance_id),
-            data,
-            arrival=arrival,
-            policy=media_policy(settings),
-            timing=chain_timing(settings),
-        )
-        return Verification(row=row)
+        return await _submit_media(info, instance_id, photo, "photo", media_proofs.submit_photo)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_video(self, info: Info, instance_id: strawberry.ID, video: Upload) -> Verification:
-        arrival = await db_now()
-        settings = info.context.settings
-        data = await read_upload(video, "video", settings.max_upload_bytes)
-        row = await media_proofs.submit_video(
-            await info.context.viewer(),
-            str(instance_id),
-            data,
-            arrival=arrival,
-            policy=media_policy(settings),
-            timing=chain_timing(settings),
-        )
-        return Verification(row=row)
+        return await _submit_media(info, instance_id, video, "video", media_proofs.submit_video)
+
+
+async def _submit_media(
+    info: Info, instance_id: strawberry.ID, upload: Upload, field: str, submit: SubmitMedia
+) -> Verification:
+    arrival = await db_now()  # before reading the body: a proof's time is its request's arrival
+    settings = info.context.settings
+    data = await read_upload(upload, field, settings.max_upload_bytes)
+    row = await submit(
+        await info.context.viewer(),
+        str(instance_id),
+        data,
+        arrival=arrival,
+        policy=media_policy(settings),
+        timing=chain_timing(settings),
+    )
+    return Verification(row=row)

@@ -6,45 +6,23 @@ to real `dramatiq` worker processes, all on the machine's PostgreSQL and Redis.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 import redis
 
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database
 
-PG_ADMIN_URL = os.environ.get("PROOFLOOP_TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
-
-def pg_url(database: str) -> str:
-    return PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{database}"
 
 
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
     """A PostgreSQL database of its own for this run, migrated with the real migrations, dropped after."""
-    name = f"proofloop_test_{uuid.uuid4().hex[:10]}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(PG_ADMIN_URL)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    url = pg_url(name)
-    from tests.harness import run_cli
-
-    run_cli(["migrate"], {"PROOFLOOP_DATABASE_URL": url})
-    yield url
-    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with migrated_database("proofloop_test") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

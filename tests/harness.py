@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -10,10 +11,13 @@ import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import asyncpg
 from gql import Client, GraphQLRequest
 from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
@@ -33,6 +37,34 @@ def child_env(overrides: dict[str, str]) -> dict[str, str]:
     env.update(overrides)
     env["PYTHONPATH"] = str(ROOT)
     return env
+
+
+PG_ADMIN_URL = os.environ.get("PROOFLOOP_TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+
+
+def pg_url(database: str) -> str:
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{database}"
+
+
+@contextmanager
+def migrated_database(prefix: str) -> Iterator[str]:
+    """A PostgreSQL database of its own, migrated with the real migrations, dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(PG_ADMIN_URL)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        url = pg_url(name)
+        run_cli(["migrate"], {"PROOFLOOP_DATABASE_URL": url})
+        yield url
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import AsyncIterator, Iterator
 
-import asyncpg
 import pytest
 import redis
 from tortoise import Tortoise
 
 from models.config import tortoise_config
 from settings import Settings
-from tests.conftest import PG_ADMIN_URL, REDIS_URL, pg_url
-from tests.harness import run_cli
+from tests.conftest import REDIS_URL
+from tests.harness import migrated_database
 
 # Redis databases handed to private environments (the shared run uses the one in REDIS_URL).
 _PRIVATE_REDIS_DBS = iter(range(1, 14))
@@ -33,28 +30,17 @@ async def orm(database_url: str) -> AsyncIterator[None]:
 @pytest.fixture
 def private_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """A database and a Redis database of their own: for tests that stop, kill or flush workers."""
-    name = f"proofloop_chaos_{uuid.uuid4().hex[:10]}"
-
-    async def admin(sql: str) -> None:
-        conn = await asyncpg.connect(PG_ADMIN_URL)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
-    db_url = pg_url(name)
-    run_cli(["migrate"], {"PROOFLOOP_DATABASE_URL": db_url})
     redis_url = REDIS_URL.rsplit("/", 1)[0] + f"/{next(_PRIVATE_REDIS_DBS)}"
     redis.Redis.from_url(redis_url).flushdb()
-    yield {
-        "PROOFLOOP_DATABASE_URL": db_url,
-        "PROOFLOOP_REDIS_URL": redis_url,
-        "PROOFLOOP_DATA_DIR": str(tmp_path_factory.mktemp("private")),
-        "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
-        "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
-        "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
-        "PROOFLOOP_SECRET_KEY": "test-secret-key",
-    }
+    with migrated_database("proofloop_chaos") as db_url:
+        yield {
+            "PROOFLOOP_DATABASE_URL": db_url,
+            "PROOFLOOP_REDIS_URL": redis_url,
+            "PROOFLOOP_DATA_DIR": str(tmp_path_factory.mktemp("private")),
+            "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
+            "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
+            "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
+            "PROOFLOOP_SECRET_KEY": "test-secret-key",
+            "PROOFLOOP_WORKER_METRICS_PORT": "0",
+        }
     redis.Redis.from_url(redis_url).flushdb()
-    asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

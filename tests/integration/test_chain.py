@@ -10,7 +10,7 @@ import dramatiq
 import pytest
 
 from actors.broker import configure_broker
-from services.chain import FIRE_ACTOR
+from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, batched_link_messages
 from services.messaging import Outgoing, send
 from tests.chain_support import create_short_task, eventually, instances_of, settle_events
 from tests.harness import ApiClient, WorkerProcess
@@ -95,4 +95,36 @@ async def test_an_early_link_is_replaced_by_one_for_the_remainder(
 
     await eventually(settled, 20, "the instance settled at its deadline")
     assert set((await settle_events(db, task["id"])).values()) == {1}
+    dramatiq.get_broker().close()
+
+
+async def test_links_due_together_travel_in_one_batch_and_settle_independently(
+    api: ApiClient, worker: WorkerProcess, db: asyncpg.Connection, redis_url: str
+) -> None:
+    configure_broker(redis_url)
+    token, _ = await api.register()
+    # due beyond the horizon: neither the chain nor the pump links them...
+    tasks = [await create_short_task(api, token, start_in=900, every=3600) for _ in range(3)]
+    ids = [str((await instances_of(db, t["id"]))[0]["id"]) for t in tasks]
+    # ...then brought due in 2 s with a live-looking link, so the batch below is their only delivery
+    fire_at = await db.fetchval(
+        "UPDATE task_instances SET fire_at = date_trunc('second', now()) + interval '2 seconds',"
+        " due_at = date_trunc('second', now()) + interval '2 seconds', link_no = 1, linked_at = now(),"
+        " link_for = date_trunc('second', now()) + interval '2 seconds' WHERE id = ANY($1::uuid[]) RETURNING fire_at",
+        ids,
+    )
+    links = [(i, 1, fire_at) for i in ids]
+    links.append(("00000000-0000-4000-8000-000000000000", 1, fire_at))  # names no instance: harms no other
+    messages = batched_link_messages(links)
+    assert [m.actor_name for m in messages] == [FIRE_BATCH_ACTOR]
+    await send(messages)
+
+    async def all_settled() -> bool:
+        return all([(await instances_of(db, t["id"]))[0]["status"] == "MISSED" for t in tasks])
+
+    await eventually(all_settled, 20, "every instance of the batch settled")
+    for task in tasks:
+        first = (await instances_of(db, task["id"]))[0]
+        assert first["link_no"] == 1  # settled by the batch itself, not by a pump resend
+        assert set((await settle_events(db, task["id"])).values()) == {1}
     dramatiq.get_broker().close()
