@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
-from tortoise.expressions import F, RawSQL
+from tortoise.expressions import F
 
 from models import (
     EventType,
@@ -27,7 +27,8 @@ from models import (
     VerificationStatus,
 )
 from observability.metrics import count_links_sent, observe_settlement
-from services.db import db_now, is_sqlite, write_transaction
+from services.chain_reads import read_instance_locking_task
+from services.db import write_transaction
 from services.events import record_event
 from services.messaging import Outgoing, send, send_after_commit
 from services.schedules import next_due_after, window_of
@@ -63,16 +64,6 @@ def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
 async def lock_task(task_id: str) -> Task:
     """Lock the task row for the rest of the transaction: edits and fires of one task take turns."""
     return await Task.filter(id=task_id).select_for_update().get()
-
-
-async def lock_task_with_clock(task_id: str) -> tuple[Task, datetime]:
-    """lock_task, with the database's clock read in the same statement (the fire's hot path)."""
-    if is_sqlite():
-        return await lock_task(task_id), await db_now()
-    clocked = Task.filter(id=task_id).annotate(db_now=RawSQL("clock_timestamp()"))
-    task = await clocked.select_for_update().get()
-    now: datetime = getattr(task, "db_now")  # noqa: B009  (an annotation, not a field)
-    return task, now.astimezone(UTC)
 
 
 async def plan_next_instance(
@@ -145,11 +136,13 @@ async def cancel_open_instance(
 
 async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutcome:
     """Deliver one link: settle the instance if its fire_at has come, else resend the remainder."""
-    instance = await TaskInstance.filter(id=instance_id).select_related("task").first()
-    if instance is None or instance.fire_at is None or instance.status not in OPEN_STATUSES:
-        return FireOutcome.NOTHING_OWED
     async with write_transaction():
-        task, now = await lock_task_with_clock(instance.task_id)
+        found = await read_instance_locking_task(instance_id)
+        if found is None:
+            return FireOutcome.NOTHING_OWED
+        instance, task, now = found
+        if instance.fire_at is None or instance.status not in OPEN_STATUSES:
+            return FireOutcome.NOTHING_OWED
         if instance.status is InstanceStatus.PENDING:
             return await _settle_pending(task, instance, now, link_no, timing)
         return await _settle_review(task, instance, now, link_no)
