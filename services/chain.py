@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from enum import StrEnum
 
 from tortoise.expressions import F
@@ -224,10 +224,6 @@ async def _resend_if_early(instance: TaskInstance, now: datetime, link_no: int) 
         send_after_commit(link_message(str(instance.id), link_no + 1, current.fire_at))
         count_links_sent("chain")
     return FireOutcome.EARLY
-
-
-def overdue_before(now: datetime, overdue_seconds: float) -> datetime:
-    return now - timedelta(seconds=overdue_seconds)
 
 
 def batched_link_messages(rows: list[tuple[str, int, datetime]]) -> list[Outgoing]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from importlib import resources
+
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -31,8 +33,6 @@ async def readyz(request: Request) -> JSONResponse:
 
 
 def expected_migrations() -> int:
-    from importlib import resources
-
     return sum(
         1
         for entry in resources.files("models.migrations").iterdir()
