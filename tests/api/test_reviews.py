@@ -10,9 +10,11 @@ import httpx
 import pytest
 
 from tests import media_factory
+from tests.chain_support import eventually
 from tests.harness import (
     ApiClient,
     GraphQLFailure,
+    WorkerProcess,
     create_open_task,
     file_var,
     open_schedule,
@@ -188,3 +190,53 @@ async def test_queue_is_oldest_first_and_capped(api: ApiClient) -> None:
     with pytest.raises(GraphQLFailure) as failure:
         await queue(api, partner_token, first=101)
     assert failure.value.code == "BAD_USER_INPUT"
+
+
+@pytest.mark.parametrize(
+    ("policy", "status", "verdict", "reason", "event"),
+    [
+        ("REJECT", "REJECTED", "REJECTED", "REVIEW_TIMED_OUT", "REJECTED"),
+        ("APPROVE", "VERIFIED", "ACCEPTED", None, "VERIFIED"),
+    ],
+)
+async def test_the_chain_applies_on_timeout_at_the_review_deadline(
+    api: ApiClient,
+    worker: WorkerProcess,
+    policy: str,
+    status: str,
+    verdict: str,
+    reason: str | None,
+    event: str,
+) -> None:
+    owner_token, _, partner_token, _ = await partner_pair(api)
+    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
+    _, instance_id = await create_open_task(
+        api, owner_token, "PARTNER", schedule, partnerReview={"reviewWindowSeconds": 2, "onTimeout": policy}
+    )
+    requested = await request_review(api, owner_token, instance_id)
+    assert requested["instance"]["status"] == "PENDING_REVIEW"
+    deadline = datetime.fromisoformat(requested["instance"]["reviewDeadline"])
+    assert deadline == datetime.fromisoformat(requested["instance"]["dueAt"]) + timedelta(seconds=2)
+
+    async def decided() -> bool:
+        data = await api.execute(
+            "query($id: ID!) { instance(id: $id) { status verifications { status reason } } }",
+            {"id": instance_id},
+            token=owner_token,
+        )
+        return bool(data["instance"]["status"] != "PENDING_REVIEW")
+
+    await eventually(decided, 20, "the worker applied onTimeout at the review deadline")
+    data = await api.execute(
+        "query($id: ID!) { instance(id: $id) { status settledAt verifications { status reason } } }",
+        {"id": instance_id},
+        token=owner_token,
+    )
+    assert data["instance"]["status"] == status
+    assert datetime.fromisoformat(data["instance"]["settledAt"]) >= deadline
+    assert data["instance"]["verifications"] == [{"status": verdict, "reason": reason}]
+    history = await api.execute("query { events { type instance { id } } }", token=partner_token)
+    assert {"type": event, "instance": {"id": instance_id}} in history["events"]
+    with pytest.raises(GraphQLFailure) as late:
+        await review(api, partner_token, requested["id"], approve=True)
+    assert late.value.code == "CONFLICT"
