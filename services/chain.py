@@ -27,7 +27,7 @@ from models import (
     VerificationStatus,
 )
 from observability.metrics import count_links_sent, observe_settlement
-from services.chain_reads import read_instance_locking_task
+from services.chain_sql import mark_missed, read_instance_locking_task
 from services.db import write_transaction
 from services.events import record_event
 from services.messaging import Outgoing, send, send_after_commit
@@ -162,10 +162,7 @@ async def _settle_pending(
         )
         observe_settlement(InstanceStatus.CANCELED.value, instance.fire_at, now)
         return FireOutcome.STALE
-    missed = await TaskInstance.filter(
-        id=instance.id, status=InstanceStatus.PENDING, fire_at__lte=now
-    ).update(status=InstanceStatus.MISSED, settled_at=now, fire_at=None, link_for=None)
-    if not missed:
+    if not await mark_missed(str(instance.id), now):
         return await _resend_if_early(instance, now, link_no)
     instance.status = InstanceStatus.MISSED
     observe_settlement(InstanceStatus.MISSED.value, instance.fire_at, now)
