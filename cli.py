@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -118,6 +119,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     configure_logging(settings)
+    _catch_stop_signals()
     with redis_for(settings), private_multiprocess_dir("worker") as metrics_dir:
         env = worker_env()
         # dramatiq always runs its workers as child processes: they write metric files, this one serves them
@@ -131,19 +133,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return _wait_forwarding_signals([child])
 
 
+_stop_requested = threading.Event()
+
+
+def _catch_stop_signals() -> None:
+    """From now on SIGINT/SIGTERM only ask to stop: installed before any child starts, so a signal that
+    arrives during start-up still stops every child instead of killing this process and orphaning them."""
+
+    def request_stop(signum: int, frame: object) -> None:
+        _stop_requested.set()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+
+
 def _wait_forwarding_signals(children: list[subprocess.Popen[bytes]]) -> int:
-    """Wait for the children; SIGINT/SIGTERM stop them all, and any one exiting stops the rest."""
-    stopping = False
-
-    def stop(signum: int, frame: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    """Wait for the children; a stop request stops them all, and any one exiting stops the rest."""
     code = 0
-    while not stopping and all(c.poll() is None for c in children):
-        time.sleep(0.2)
+    while not _stop_requested.is_set() and all(c.poll() is None for c in children):
+        _stop_requested.wait(0.2)
     for child in children:
         if child.poll() is None:
             child.terminate()
@@ -156,12 +164,12 @@ def _wait_forwarding_signals(children: list[subprocess.Popen[bytes]]) -> int:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-    return 0 if stopping else code
+    return 0 if _stop_requested.is_set() else code
 
 
 def _wait_until_answering(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 60) -> bool:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not _stop_requested.is_set():
         if any(c.poll() is not None for c in children):
             return False
         try:
@@ -179,6 +187,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     settings = get_settings()
     host, port = args.host or settings.host, args.port or settings.port
     cmd_migrate(args)
+    _catch_stop_signals()
     with redis_for(settings):
         env = dict(os.environ)
         # own sessions: a Ctrl-C reaches this process only, which stops the children in order
