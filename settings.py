@@ -31,6 +31,8 @@ class Settings(BaseSettings):
     max_speed_kmh: float = 250.0
     token_ttl_seconds: int = 30 * 24 * 3600  # sliding: every use extends it
     password_min_length: int = 8
+    login_attempts: int = 10  # failed logins per email within the window before RATE_LIMITED
+    login_window_seconds: int = 900
 
     link_horizon_seconds: int = 300
     pump_interval_seconds: float = 1.0

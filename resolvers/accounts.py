@@ -7,6 +7,7 @@ from resolvers.permissions import IsAuthenticated, Public
 from schema.context import Info
 from schema.types.user import AuthPayload, User
 from services import accounts
+from services.rate_limits import FailureLimit
 
 
 @strawberry.type
@@ -36,8 +37,12 @@ class AccountMutations:
 
     @strawberry.mutation(permission_classes=[Public])
     async def login(self, info: Info, email: str, password: str) -> AuthPayload:
+        settings = info.context.settings
         session, token = await accounts.login(
-            email, password, token_ttl_seconds=info.context.settings.token_ttl_seconds
+            email,
+            password,
+            token_ttl_seconds=settings.token_ttl_seconds,
+            failures=FailureLimit("login", settings.login_attempts, settings.login_window_seconds),
         )
         info.context.session = session
         return AuthPayload(token=token, user=User(row=session.user))

@@ -17,6 +17,7 @@ from tortoise.exceptions import IntegrityError
 from models import AuthToken, User
 from services.db import db_now, write_transaction
 from services.errors import BadInput, Conflict, Unauthenticated
+from services.rate_limits import FailureLimit, check_failures, record_failure
 
 _hasher = PasswordHasher()
 # Unknown emails are checked against this hash, so a login spends the same argon2 time either way.
@@ -96,12 +97,18 @@ def _password_matches(password_hash: str, password: str) -> bool:
         return False
 
 
-async def login(email: str, password: str, *, token_ttl_seconds: int) -> tuple[Session, str]:
-    user = await User.get_or_none(email=email.strip().lower())
+async def login(
+    email: str, password: str, *, token_ttl_seconds: int, failures: FailureLimit
+) -> tuple[Session, str]:
+    """A new token for the right password; failures per email (known or not) are limited."""
+    email = email.strip().lower()
+    await check_failures(failures, email)
+    user = await User.get_or_none(email=email)
     matches = await asyncio.to_thread(
         _password_matches, user.password_hash if user else _DUMMY_HASH, password
     )
     if user is None or not matches:
+        await record_failure(failures, email)
         raise Unauthenticated("wrong email or password")
     async with write_transaction():
         return await _issue_token(user, token_ttl_seconds)

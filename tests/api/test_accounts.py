@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure
+from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port
 
 ME = "query { me { id displayName email timezone } }"
 
@@ -99,3 +99,22 @@ async def test_document_errors_are_validation_failures(api: ApiClient) -> None:
     with pytest.raises(GraphQLFailure) as failure:
         await api.execute("query { me { noSuchField } }", token=token)
     assert failure.value.code == "GRAPHQL_VALIDATION_FAILED"
+
+
+async def test_repeated_failed_logins_are_rate_limited(service_env: dict[str, str]) -> None:
+    env = {**service_env, "PROOFLOOP_LOGIN_ATTEMPTS": "3"}
+    with ServerProcess(env, port=free_port()) as server:
+        async with ApiClient(server.url) as api:
+            _, user = await api.register()
+            _, other = await api.register()
+            login = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { token } }"
+            for _ in range(3):
+                with pytest.raises(GraphQLFailure) as failure:
+                    await api.execute(login, {"e": user["email"], "p": "not the password"})
+                assert failure.value.code == "UNAUTHENTICATED"
+            with pytest.raises(GraphQLFailure) as limited:  # even the right password, for the window
+                await api.execute(login, {"e": user["email"], "p": "correct horse battery"})
+            assert limited.value.code == "RATE_LIMITED"
+            assert (await api.execute(login, {"e": other["email"], "p": "correct horse battery"}))["login"][
+                "token"
+            ]
