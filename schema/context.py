@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -15,6 +16,7 @@ from strawberry.types import Info as StrawberryInfo
 
 from models import Task, TaskInstance, User, Verification
 from services.accounts import Session, authenticate, bearer_token
+from services.db import db_now
 from services.errors import Unauthenticated
 from settings import Settings
 
@@ -70,6 +72,7 @@ class Context:
     loaders: Loaders = field(default_factory=Loaders)
     connection_params: dict[str, Any] | None = None
     session: Session | None = None
+    _now: datetime | None = None
 
     def token(self) -> str | None:
         if self.connection_params is not None:
@@ -80,6 +83,9 @@ class Context:
     async def authenticate(self) -> Session:
         """The caller's session (cached for the request); UNAUTHENTICATED without a valid token."""
         if self.session is None:
+            # the upload guard authenticates multipart requests before they are read: no second lookup
+            self.session = getattr(self.request.state, "session", None)
+        if self.session is None:
             token = self.token()
             if token is None:
                 raise Unauthenticated("an Authorization: Bearer <token> header is required")
@@ -89,9 +95,16 @@ class Context:
     async def viewer(self) -> User:
         return (await self.authenticate()).user
 
+    async def now(self) -> datetime:
+        """The database clock, read once per request (isOpen of a page of instances asks it many times)."""
+        if self._now is None:
+            self._now = await db_now()
+        return self._now
+
     def refresh_loaders(self) -> None:
-        """Subscriptions live long: each pushed event reads fresh rows."""
+        """Subscriptions live long: each pushed event reads fresh rows (and the clock anew)."""
         self.loaders = Loaders()
+        self._now = None
 
 
 Info = StrawberryInfo[Context, None]

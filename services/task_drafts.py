@@ -110,9 +110,16 @@ def check_rules(draft: TaskDraft) -> None:
         raise BadInput("input.gps", "is required when method is GPS")
     if draft.method is VerificationMethod.VIDEO and draft.video_min_duration_seconds is None:
         raise BadInput("input.video", "is required when method is VIDEO")
-    if draft.gps is not None:
-        check_gps_rule(draft.gps)
-    if draft.video_min_duration_seconds is not None:
-        check_video_rule(draft.video_min_duration_seconds)
-    if draft.partner is not None:
-        check_partner_rule(draft.partner)
+    check_given_rules(draft.gps, draft.video_min_duration_seconds, draft.partner)
+
+
+def check_given_rules(
+    gps: GpsRuleDraft | None, video_min_duration_seconds: float | None, partner: PartnerRuleDraft | None
+) -> None:
+    """The rules a create or an update carries (those left out keep their value and were checked)."""
+    if gps is not None:
+        check_gps_rule(gps)
+    if video_min_duration_seconds is not None:
+        check_video_rule(video_min_duration_seconds)
+    if partner is not None:
+        check_partner_rule(partner)

@@ -25,11 +25,9 @@ from services.task_drafts import (
     TaskDraft,
     TaskPatch,
     check_description,
-    check_gps_rule,
-    check_partner_rule,
+    check_given_rules,
     check_rules,
     check_title,
-    check_video_rule,
 )
 from verification.recurrence import Schedule
 
@@ -119,12 +117,7 @@ async def update_task(
 ) -> Task:
     title = check_title(patch.title) if patch.title is not None else None
     description = check_description(patch.description)
-    if patch.gps is not None:
-        check_gps_rule(patch.gps)
-    if patch.video_min_duration_seconds is not None:
-        check_video_rule(patch.video_min_duration_seconds)
-    if patch.partner is not None:
-        check_partner_rule(patch.partner)
+    check_given_rules(patch.gps, patch.video_min_duration_seconds, patch.partner)
     async with write_transaction():
         task = await _owned_task_locked(owner, task_id)
         if patch.gps is not None and task.method is not VerificationMethod.GPS:

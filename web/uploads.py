@@ -57,7 +57,7 @@ class UploadLimits:
             return
         limit = MAX_DOCUMENT_BYTES
         if _is_multipart(scope, headers):
-            if not await self._authenticated(headers):
+            if not await self._authenticated(scope, headers):
                 await refuse(
                     send, 401, "UNAUTHENTICATED", "uploads need an Authorization: Bearer <token> header"
                 )
@@ -69,14 +69,15 @@ class UploadLimits:
             return
         await self._run_counted(scope, receive, send, limit)
 
-    async def _authenticated(self, headers: Headers) -> bool:
+    async def _authenticated(self, scope: Scope, headers: Headers) -> bool:
         token = bearer_token(headers.get("authorization"))
         if token is None:
             return False
         try:
-            await authenticate(token, token_ttl_seconds=self.settings.token_ttl_seconds)
+            session = await authenticate(token, token_ttl_seconds=self.settings.token_ttl_seconds)
         except Unauthenticated:
             return False
+        scope.setdefault("state", {})["session"] = session  # request.state: the GraphQL context reuses it
         return True
 
     async def _too_large(self, send: Send, limit: int) -> None:

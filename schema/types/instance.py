@@ -10,7 +10,6 @@ from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
 from schema.types.pagination import PageInfo
-from services.db import db_now
 
 
 @strawberry.type
@@ -46,10 +45,10 @@ class TaskInstance:
         return local(await self._task_row(info), self.row.closes_at)
 
     @strawberry.field(description="PENDING and now within [opensAt, closesAt]")
-    async def is_open(self) -> bool:
+    async def is_open(self, info: Info) -> bool:
         if self.row.status is not InstanceStatusRow.PENDING:
             return False
-        now = await db_now()
+        now = await info.context.now()
         return self.row.opens_at <= now <= self.row.closes_at
 
     @strawberry.field(description="PENDING_REVIEW: when onTimeout applies")

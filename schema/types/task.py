@@ -5,14 +5,13 @@ from zoneinfo import ZoneInfo
 
 import strawberry
 
-from models import InstanceStatus as InstanceStatusRow
 from models import Task as TaskRow
 from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
 from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
 from schema.types.user import User, load_user
-from services.db import db_now
+from services.chain import OPEN_STATUSES
 from services.schedules import upcoming
 from services.streaks import streak_of
 
@@ -121,17 +120,12 @@ class Task:
 
     @strawberry.field(description="the unsettled instance the chain fires next")
     async def current_instance(self) -> TaskInstance | None:
+        # the PENDING one when there is one ("PENDING" sorts before "PENDING_REVIEW"), else a waiting review
         row = await (
-            TaskInstanceRow.filter(task_id=self.row.id, status=InstanceStatusRow.PENDING)
-            .order_by("-seq")
+            TaskInstanceRow.filter(task_id=self.row.id, status__in=OPEN_STATUSES)
+            .order_by("status", "-seq")
             .first()
         )
-        if row is None:
-            row = await (
-                TaskInstanceRow.filter(task_id=self.row.id, status=InstanceStatusRow.PENDING_REVIEW)
-                .order_by("-seq")
-                .first()
-            )
         return TaskInstance(row=row, task_row=self.row) if row else None
 
     @strawberry.field(description="newest first; first <= 100")
@@ -162,11 +156,11 @@ class Task:
         )
 
     @strawberry.field(description="the next due times the schedule will produce, in order")
-    async def upcoming(self, first: int | None = 5) -> list[datetime]:
+    async def upcoming(self, info: Info, first: int | None = 5) -> list[datetime]:
         first = check_first(5 if first is None else first)
         if self.row.state.value == "ENDED" or self.row.deleted_at is not None:
             return []
-        return [local(self.row, due) for due in upcoming(self.row, await db_now(), first)]
+        return [local(self.row, due) for due in upcoming(self.row, await info.context.now(), first)]
 
     @strawberry.field(description="consecutive VERIFIED instances, counted back from the latest settled one")
     async def streak(self) -> int:
