@@ -9,6 +9,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Route, WebSocketRoute
+from strawberry.subscriptions import (
+    GRAPHQL_SSE_PROTOCOL,
+    GRAPHQL_TRANSPORT_WS_PROTOCOL,
+    GRAPHQL_WS_PROTOCOL,
+    MULTIPART_SUBSCRIPTION_PROTOCOL,
+)
 
 from actors.broker import configure_broker
 from realtime import notices
@@ -22,20 +28,9 @@ from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, readyz
 from web.media import media_endpoint
 from web.metrics import metrics
+from web.origins import allowed_headers, allowed_origins
+from web.persisted_documents import TrustedDocuments
 from web.uploads import UploadLimits
-
-DEV_ORIGINS = [
-    "http://localhost:3000",
-    "http://127.0.0.1:3000",
-    "http://localhost:5173",
-    "http://127.0.0.1:5173",
-]
-
-
-def allowed_origins(settings: Settings) -> list[str]:
-    if settings.cors_origins:
-        return settings.cors_origins
-    return DEV_ORIGINS if settings.env == "dev" else []
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
@@ -47,7 +42,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
         schema=schema,
         graphql_ide="graphiql",
         multipart_uploads_enabled=True,
-        allowed_origins=origins,
+        origins=origins,
+        trusted_documents=TrustedDocuments.from_settings(settings),
+        subscription_protocols=(
+            GRAPHQL_TRANSPORT_WS_PROTOCOL,
+            GRAPHQL_WS_PROTOCOL,
+            GRAPHQL_SSE_PROTOCOL,
+            MULTIPART_SUBSCRIPTION_PROTOCOL,
+        ),
     )
 
     @asynccontextmanager
@@ -83,9 +85,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
         middleware=[
             Middleware(
                 CORSMiddleware,
-                allow_origins=origins,
+                allow_origins=sorted(origins.exact),
+                allow_origin_regex=origins.pattern,
                 allow_methods=["GET", "POST", "OPTIONS"],
-                allow_headers=["Authorization", "Content-Type"],
+                allow_headers=allowed_headers(settings),
             ),
             # inside CORS, so a browser can read the 401/413 it answers
             Middleware(UploadLimits, settings=settings),

@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     secret_key: str | None = None  # default: generated once into data_dir
     env: Literal["dev", "production"] = "production"
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # request headers a browser may send besides Authorization and Content-Type (tracing, client names)
+    cors_allowed_headers: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    public_url: str | None = None  # the API's address as clients see it; media links become absolute
+    persisted_documents: Path | None = None  # a trusted-documents manifest (JSON)
+    persisted_documents_only: bool = False  # refuse every document not in the manifest
+    stream_heartbeat_seconds: float = 15.0  # SSE/multipart heartbeats and legacy websocket `ka`
 
     min_interval_seconds: int = 60
     max_upload_bytes: int = 50 * 1024 * 1024
@@ -44,7 +50,7 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
 
-    @field_validator("cors_origins", mode="before")
+    @field_validator("cors_origins", "cors_allowed_headers", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         # a comma-separated list reads better in an env file than JSON

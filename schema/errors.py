@@ -1,15 +1,22 @@
 """Errors as the contract shows them: a code in extensions, and nothing about the inside.
 
-Our own errors (services.errors) keep their message and code; document errors become
-GRAPHQL_VALIDATION_FAILED; anything else is logged and masked as INTERNAL_SERVER_ERROR.
+Our own errors (services.errors) keep their message and code; variable coercion failures become
+BAD_USER_INPUT naming the variable; other document errors become GRAPHQL_VALIDATION_FAILED; anything else
+is masked as INTERNAL_SERVER_ERROR. Every error is logged once, never with the document or its variables:
+client mistakes at INFO, real bugs at ERROR with their traceback.
 """
 
 from __future__ import annotations
 
 import logging
 
+import strawberry
 from graphql.error import GraphQLError
+from graphql.language import VariableDefinitionNode
+from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import MaskErrors
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionContext
 
 from schema.scalars import InvalidDateTime
 from services.errors import BadInput, ProofloopError
@@ -17,6 +24,9 @@ from services.errors import BadInput, ProofloopError
 log = logging.getLogger("proofloop.graphql")
 
 INTERNAL_MESSAGE = "Internal server error."
+INTERNAL = "INTERNAL_SERVER_ERROR"
+# a document that cannot run as sent (no operation, or one this transport does not carry)
+DOCUMENT_ERRORS = (GraphQLError, MissingQueryError, CannotGetOperationTypeError, InvalidOperationTypeError)
 
 
 def _rebuilt(error: GraphQLError, message: str, extensions: dict[str, object]) -> GraphQLError:
@@ -38,19 +48,38 @@ def _innermost(error: BaseException | None) -> BaseException | None:
     return error
 
 
+def _coerced_variable(error: GraphQLError) -> str | None:
+    """The variable a coercion error is about (graphql-core points it at the variable's definition)."""
+    node = error.nodes[0] if error.nodes else None
+    return node.variable.name.value if isinstance(node, VariableDefinitionNode) else None
+
+
 def coded_error(error: GraphQLError) -> GraphQLError:
     original = _innermost(error.original_error)
+    variable = _coerced_variable(error)
     if isinstance(original, BadInput):
         return _rebuilt(error, original.message, {"code": original.code, "field": original.field})
     if isinstance(original, ProofloopError):
         return _rebuilt(error, original.message, {"code": original.code})
-    if isinstance(original, InvalidDateTime):
-        return _rebuilt(error, error.message, {"code": "BAD_USER_INPUT"})
-    if original is None:
+    coerced = variable is not None and isinstance(error.original_error, GraphQLError)
+    if isinstance(original, InvalidDateTime) or coerced:
+        # a variable that does not fit its type: the innermost cause of a coercion error is a GraphQLError
+        return _rebuilt(error, error.message, {"code": "BAD_USER_INPUT", "field": variable or ""})
+    if original is None or isinstance(original, DOCUMENT_ERRORS):
         code = (error.extensions or {}).get("code") or "GRAPHQL_VALIDATION_FAILED"
         return _rebuilt(error, error.message, {"code": code})
-    log.error("unexpected error in %s", error.path, exc_info=original)
-    return _rebuilt(error, INTERNAL_MESSAGE, {"code": "INTERNAL_SERVER_ERROR"})
+    return _rebuilt(error, INTERNAL_MESSAGE, {"code": INTERNAL})
+
+
+def log_error(error: GraphQLError, operation_name: str | None) -> None:
+    """One line per error: its code, field and path; a traceback only for a real bug."""
+    shown = coded_error(error)
+    code = (shown.extensions or {}).get("code")
+    where = {"operation": operation_name, "path": error.path, "field": (shown.extensions or {}).get("field")}
+    if code == INTERNAL:
+        log.error("unexpected error %s", where, exc_info=_innermost(error.original_error) or error)
+    else:
+        log.info("client error %s %s", code, where)
 
 
 class ErrorCodes(MaskErrors):
@@ -58,3 +87,13 @@ class ErrorCodes(MaskErrors):
 
     def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
         return [coded_error(error) for error in errors]
+
+
+class ProofloopSchema(strawberry.Schema):
+    def process_errors(
+        self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
+    ) -> None:
+        # Strawberry's logs every error at ERROR with the document's source: literals (a password) included
+        operation = execution_context.operation_name if execution_context is not None else None
+        for error in errors:
+            log_error(error, operation)

@@ -12,7 +12,7 @@ from resolvers.partners import PartnerMutations, PartnerQueries
 from resolvers.proofs import ProofMutations
 from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
-from schema.errors import ErrorCodes
+from schema.errors import ErrorCodes, ProofloopSchema
 from schema.execution import ProofloopExecutionContext
 from schema.metrics_extension import OperationMetrics
 from schema.scalars import SCALAR_OVERRIDES
@@ -36,7 +36,7 @@ class Subscription(EventSubscriptions):
     pass
 
 
-schema = strawberry.Schema(
+schema = ProofloopSchema(
     query=Query,
     mutation=Mutation,
     subscription=Subscription,

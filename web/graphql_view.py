@@ -1,14 +1,34 @@
-"""Strawberry's ASGI view with our context and websocket authentication."""
+"""Strawberry's ASGI view with our context, websocket authentication and the GraphQL-over-HTTP contract.
+
+- Every refusal before execution (bad JSON, a multipart body without `map`, a mutation over GET, an unknown
+  persisted document) is a GraphQL-shaped JSON error with a contract code, never text/plain.
+- `Accept: application/graphql-response+json` gets the spec's status codes (400 on parse, validation and
+  variable errors, without `data`); `application/json` (and */*, or no Accept) keeps 200.
+- Subscriptions also run over HTTP: GraphQL over SSE (`Accept: text/event-stream`) and Apollo's multipart
+  subscriptions (`Accept: multipart/mixed;subscriptionSpec=1.0`), with heartbeats.
+- GET with `Accept: text/html` always serves GraphiQL; the page reads `?query=` itself, nothing executes.
+"""
 
 from __future__ import annotations
 
+import json
+from functools import cached_property
 from typing import Any
 
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.exceptions import ConnectionRejectionError
+from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
+from strawberry.file_uploads.utils import replace_placeholders_with_files
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.http.base import BaseRequestProtocol
+from strawberry.http.streaming import HTTPStreamTransport, MultipartSubscriptionTransport, SSETransport
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UnsetType
 
 from realtime.hub import running_hub
@@ -16,17 +36,230 @@ from schema.context import Context
 from services.errors import Unauthenticated
 from settings import Settings
 from web.graphiql import graphiql_page
+from web.origins import AllowedOrigins
+from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
+from web.ws_protocols import LegacyWSHandler, TransportWSHandler
+
+GRAPHQL_RESPONSE_JSON = "application/graphql-response+json"
+SUBSCRIPTIONS_OVER_HTTP = (
+    "subscriptions need `Accept: text/event-stream` (GraphQL over SSE), "
+    "`Accept: multipart/mixed;subscriptionSpec=1.0` (multipart subscriptions) or a websocket"
+)
+
+
+def response_media_type(accept: str) -> str:
+    """application/graphql-response+json when the client prefers it; application/json otherwise."""
+    ranked: list[tuple[float, int, str]] = []
+    for index, part in enumerate(accept.split(",")):
+        media, *params = (p.strip() for p in part.split(";"))
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        ranked.append((-quality, index, media.lower()))
+    for _, _, media in sorted(ranked):
+        if media in (GRAPHQL_RESPONSE_JSON, "application/json"):
+            return media
+    return "application/json"
+
+
+def _request_part(reason: str) -> str:
+    """Which part of the HTTP request a refusal of Strawberry's is about (BAD_USER_INPUT's field)."""
+    for needle, part in (
+        ("`query`", "query"),
+        ("No GraphQL query", "query"),
+        ("`variables`", "variables"),
+        ("`extensions`", "extensions"),
+        ("File(s)", "map"),
+        ("multipart", "map"),
+        ("content type", "content-type"),
+        ("not allowed when using", "method"),
+        ("GET and POST", "method"),
+    ):
+        if needle in reason:
+            return part
+    return "body"
+
+
+def error_response(
+    status: int, code: str, message: str, *, field: str | None = None, media_type: str = "application/json"
+) -> Response:
+    extensions: dict[str, object] = {"code": code}
+    if field is not None:
+        extensions["field"] = field
+    body = {"errors": [{"message": message, "extensions": extensions}]}
+    return JSONResponse(body, status_code=status, media_type=media_type)
+
+
+def is_request_error(result: ExecutionResult) -> bool:
+    """The request never executed: parse, validation or variable errors (none has a path)."""
+    errors = result.errors or []
+    return result.data is None and bool(errors) and all(e.path is None for e in errors)
 
 
 class ProofloopGraphQL(GraphQL[Context, None]):
-    def __init__(self, settings: Settings, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        origins: AllowedOrigins,
+        trusted_documents: TrustedDocuments,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(keep_alive=True, keep_alive_interval=settings.stream_heartbeat_seconds, **kwargs)
         self.settings = settings
+        self.origins = origins
+        self.trusted_documents = trusted_documents
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        request = Request(scope=scope, receive=receive)
+        media_type = response_media_type(request.headers.get("accept", ""))
+        try:
+            response = await self.run(request)
+        except HTTPException as e:
+            field = "accept" if e.reason == SUBSCRIPTIONS_OVER_HTTP else _request_part(e.reason)
+            response = error_response(
+                e.status_code, "BAD_USER_INPUT", e.reason, field=field, media_type=media_type
+            )
+            if e.status_code == 405:
+                response.headers["allow"] = "POST"
+        except DocumentRefused as refused:
+            status = 404 if refused.code == "PERSISTED_QUERY_NOT_FOUND" else 400
+            response = error_response(
+                status, refused.code, refused.message, field=refused.field, media_type=media_type
+            )
+        else:
+            if response.media_type == "application/json" and media_type == GRAPHQL_RESPONSE_JSON:
+                response.headers["content-type"] = GRAPHQL_RESPONSE_JSON
+                response.status_code = getattr(request.state, "graphql_status", response.status_code)
+        await response(scope, receive, send)
 
     @property
     def graphql_ide_html(self) -> str:
         """Our GraphiQL page, whose assets this API serves (Strawberry's loads them from a CDN)."""
         return graphiql_page()
+
+    def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
+        # a browser's address bar asks for text/html: GraphiQL (prefilled from ?query=), never a result
+        accept = request.headers.get("accept", "")
+        if request.method != "GET":
+            return False
+        return "text/html" in accept or (
+            "*/*" in accept
+            and not request.query_params.get("query")
+            and not persisted_id(request.query_params)
+        )
+
+    @cached_property
+    def _stream_transport_map(self) -> dict[str, HTTPStreamTransport]:
+        # Strawberry's transports with our heartbeat interval (proxies drop idle streams)
+        multipart = MultipartSubscriptionTransport()
+        multipart.heartbeat_interval = self.settings.stream_heartbeat_seconds
+        sse = SSETransport(heartbeat_interval=self.settings.stream_heartbeat_seconds)
+        wanted = {
+            self.stream_transport_classes_by_protocol[p].protocol
+            for p in self.protocols
+            if p in self.stream_transport_classes_by_protocol
+        }
+        return {t.protocol: t for t in (multipart, sse) if t.protocol in wanted}
+
+    async def parse_http_body(
+        self, request: AsyncHTTPRequestAdapter
+    ) -> GraphQLRequestData | list[GraphQLRequestData]:
+        data = await super().parse_http_body(request)
+        if isinstance(data, GraphQLRequestData):
+            document_id = persisted_id(await self._raw_body(request)) or persisted_id(
+                {"extensions": data.extensions}
+            )
+            data.query = self.trusted_documents.document(data.query, document_id)
+        return data
+
+    async def _raw_body(self, request: AsyncHTTPRequestAdapter) -> dict[str, object]:
+        # documentId is a top-level member Strawberry does not keep; the body is cached, parsed again here
+        if request.method == "GET":
+            return dict(request.query_params)
+        if "json" not in (request.content_type or ""):
+            return {}
+        body = json.loads(await request.get_body())
+        return body if isinstance(body, dict) else {}
+
+    async def parse_multipart(self, request: AsyncHTTPRequestAdapter) -> dict[str, str]:
+        try:
+            form = (await request.get_form_data()).form
+        except ValueError as e:
+            raise HTTPException(400, "Unable to parse the multipart body") from e
+        if "operations" not in form or "map" not in form:
+            raise HTTPException(
+                400,
+                "a multipart request needs `operations` and `map` fields (GraphQL multipart request spec)",
+            )
+        operations = self.parse_json(str(form["operations"]))
+        files_map = self.parse_json(str(form["map"]))
+        if not isinstance(files_map, dict) or not all(
+            isinstance(paths, list) and all(isinstance(p, str) for p in paths) for paths in files_map.values()
+        ):
+            raise HTTPException(400, "the multipart `map` must map file names to lists of paths")
+        try:
+            return replace_placeholders_with_files(
+                operations, files_map, (await request.get_form_data()).files
+            )
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise HTTPException(
+                400, "File(s) missing in form data, or a `map` path that does not exist"
+            ) from e
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        # Strawberry's would run a subscription as a query over plain HTTP (and fail on its generator)
+        method = request_adapter.method
+        allowed = OperationType.from_http(method) - {OperationType.SUBSCRIPTION}
+        try:
+            return await self.schema.execute(
+                request_data.query,
+                root_value=root_value,
+                variable_values=request_data.variables,
+                context_value=context,
+                operation_name=request_data.operation_name,
+                allowed_operation_types=allowed,
+                operation_extensions=request_data.extensions,
+            )
+        except CannotGetOperationTypeError as e:
+            raise HTTPException(400, e.as_http_error_reason()) from e
+        except InvalidOperationTypeError as e:
+            if e.operation_type is OperationType.SUBSCRIPTION:
+                raise HTTPException(400, SUBSCRIPTIONS_OVER_HTTP) from e
+            raise HTTPException(405 if method == "GET" else 400, e.as_http_error_reason(method)) from e
+        except MissingQueryError as e:
+            raise HTTPException(400, "No GraphQL query found in the request") from e
+
+    async def process_result(self, request: Request, result: ExecutionResult) -> GraphQLHTTPResponse:
+        processed = await super().process_result(request, result)
+        if is_request_error(result):
+            codes = {(e.extensions or {}).get("code") for e in result.errors or ()}
+            request.state.graphql_status = 500 if "INTERNAL_SERVER_ERROR" in codes else 400
+            if response_media_type(request.headers.get("accept", "")) == GRAPHQL_RESPONSE_JSON:
+                processed.pop("data", None)  # the spec: a request error has no `data` entry
+        return processed
+
+    def is_websocket_origin_allowed(self, request: WebSocket, origin: str) -> bool:
+        return self.origins.allows(origin)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         return Context(request=request, response=response, settings=self.settings)

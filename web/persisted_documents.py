@@ -1,0 +1,79 @@
+"""Persisted (trusted) documents: a manifest of the documents a frontend was built with.
+
+A request names one by `documentId` (GraphQL-over-HTTP persisted documents, Relay) or by
+`extensions.persistedQuery.sha256Hash` (Apollo); an id may carry a `sha256:` prefix. The manifest is a JSON
+object `{id: document}` (Relay) or Apollo's `{"format": "apollo-persisted-query-manifest", "operations":
+[{"id", "body"}]}`; every document is also found by the SHA-256 of its text. With
+PROOFLOOP_PERSISTED_DOCUMENTS_ONLY, a document that is not in the manifest is refused on every transport.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from settings import Settings
+
+
+class DocumentRefused(Exception):
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+
+
+def sha256_of(document: str) -> str:
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def _manifest_entries(manifest: object) -> dict[str, str]:
+    if isinstance(manifest, dict) and isinstance(manifest.get("operations"), list):
+        return {str(op["id"]): str(op["body"]) for op in manifest["operations"]}
+    if isinstance(manifest, dict):
+        return {str(key): str(value) for key, value in manifest.items()}
+    raise ValueError("a persisted-documents manifest is a JSON object")
+
+
+def persisted_id(body: Mapping[str, object]) -> str | None:
+    """The persisted document a request names, if any (documentId, or Apollo's persistedQuery hash)."""
+    document_id = body.get("documentId")
+    if isinstance(document_id, str):
+        return document_id
+    extensions = body.get("extensions")
+    persisted = extensions.get("persistedQuery") if isinstance(extensions, Mapping) else None
+    digest = persisted.get("sha256Hash") if isinstance(persisted, Mapping) else None
+    return digest if isinstance(digest, str) else None
+
+
+@dataclass(frozen=True)
+class TrustedDocuments:
+    by_id: Mapping[str, str] = field(default_factory=dict)
+    only: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> TrustedDocuments:
+        if settings.persisted_documents is None:
+            return cls(only=settings.persisted_documents_only)
+        entries = _manifest_entries(json.loads(Path(settings.persisted_documents).read_text()))
+        by_id = {**{sha256_of(doc): doc for doc in entries.values()}, **entries}
+        return cls(by_id, only=settings.persisted_documents_only)
+
+    def document(self, query: str | None, document_id: str | None) -> str | None:
+        """The document to run: PERSISTED_QUERY_NOT_FOUND for an unknown id, FORBIDDEN for untrusted text."""
+        if document_id is not None:
+            key = document_id.removeprefix("sha256:")
+            known = self.by_id.get(key)
+            if known is None:
+                raise DocumentRefused("PERSISTED_QUERY_NOT_FOUND", f"no persisted document {document_id!r}")
+            if query is not None and query != known:
+                raise DocumentRefused(
+                    "BAD_USER_INPUT", "the query does not match the persisted document", "query"
+                )
+            return known
+        if query is not None and self.only and self.by_id.get(sha256_of(query)) != query:
+            raise DocumentRefused("FORBIDDEN", "this server runs only persisted documents")
+        return query

@@ -1,0 +1,163 @@
+"""Strawberry's two websocket protocols, hardened: a malformed frame closes the socket with 4400 and a
+reason (Strawberry 0.341 crashes on a JSON array or a `start` without a query, and the legacy protocol
+silently ignores non-JSON frames), persisted documents resolve as on HTTP, and the legacy protocol runs
+queries and mutations as subscriptions-transport-ws clients expect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from graphql import GraphQLFormattedError
+from strawberry.http.exceptions import NonJsonMessageReceived, NonTextMessageReceived, WebSocketDisconnected
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
+from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, OperationMessage
+from strawberry.types.execution import PreExecutionError
+
+from schema.context import Context
+from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
+
+MALFORMED = 4400
+
+# per protocol: message type -> (needs an id, what its payload must be)
+TRANSPORT_WS_FRAMES = {
+    "connection_init": (False, "object?"),
+    "ping": (False, "object?"),
+    "pong": (False, "object?"),
+    "subscribe": (True, "operation"),
+    "complete": (True, None),
+}
+LEGACY_FRAMES = {
+    "connection_init": (False, "object?"),
+    "connection_terminate": (False, None),
+    "start": (True, "operation"),
+    "stop": (True, None),
+}
+
+
+def _operation_problem(payload: object) -> str | None:
+    if not isinstance(payload, Mapping):
+        return "the payload must be an object"
+    query = payload.get("query")
+    if not isinstance(query, str) and persisted_id(payload) is None:
+        return "the payload needs a `query` string (or a persisted document id)"
+    if not isinstance(payload.get("variables"), Mapping | None):
+        return "`variables` must be an object or null"
+    if not isinstance(payload.get("operationName"), str | None):
+        return "`operationName` must be a string or null"
+    if not isinstance(payload.get("extensions"), Mapping | None):
+        return "`extensions` must be an object or null"
+    return None
+
+
+def frame_problem(frame: object, frames: Mapping[str, tuple[bool, str | None]]) -> str | None:
+    """Why a decoded frame is not a message of the protocol, or None when it is one."""
+    if not isinstance(frame, Mapping):
+        return "a message must be a JSON object"
+    kind = frame.get("type")
+    if not isinstance(kind, str) or kind not in frames:
+        return f"unknown message type {kind!r}"[:120]
+    needs_id, payload = frames[kind]
+    if needs_id and not (isinstance(frame.get("id"), str) and frame["id"]):
+        return f"`{kind}` needs a non-empty string `id`"
+    if payload == "object?" and not isinstance(frame.get("payload"), Mapping | None):
+        return f"the payload of `{kind}` must be an object"
+    if payload == "operation":
+        return _operation_problem(frame.get("payload"))
+    return None
+
+
+def _trusted(handler: Any) -> TrustedDocuments:
+    trusted: TrustedDocuments = handler.view.trusted_documents
+    return trusted
+
+
+def _with_document(frame: Any, trusted: TrustedDocuments) -> None:
+    """Replace a persisted document id by its text (or raise DocumentRefused), in place."""
+    payload = frame["payload"]
+    payload["query"] = trusted.document(payload.get("query"), persisted_id(payload))
+
+
+def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
+    return {"message": refused.message, "extensions": {"code": refused.code}}
+
+
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    async def handle_message(self, message: Message) -> None:
+        frame: object = message
+        if problem := frame_problem(frame, TRANSPORT_WS_FRAMES):
+            await self.handle_invalid_message(problem)
+            return
+        if message["type"] == "subscribe" and self.connection_acknowledged:
+            try:
+                _with_document(message, _trusted(self))
+            except DocumentRefused as refused:
+                await self.send_message(
+                    {"id": message["id"], "type": "error", "payload": [_refusal(refused)]}
+                )
+                return
+        await super().handle_message(message)
+
+
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    async def handle(self) -> None:
+        try:
+            async for message in self.websocket.iter_json():
+                await self.handle_message(message)  # type: ignore[arg-type]
+        except NonTextMessageReceived:
+            await self.websocket.close(MALFORMED, "a message must be a text frame")
+        except NonJsonMessageReceived:
+            await self.websocket.close(MALFORMED, "a message must be valid JSON")
+        except WebSocketDisconnected:
+            pass
+        finally:
+            if self.keep_alive_task:
+                self.keep_alive_task.cancel()
+                await asyncio.gather(self.keep_alive_task, return_exceptions=True)
+            await self.cleanup()
+
+    async def handle_message(self, message: OperationMessage) -> None:
+        frame: object = message
+        if problem := frame_problem(frame, LEGACY_FRAMES):
+            await self.websocket.close(MALFORMED, problem)
+            return
+        if message["type"] == "start" and self.connection_acknowledged:
+            try:
+                _with_document(message, _trusted(self))
+            except DocumentRefused as refused:
+                error = ErrorMessage(type="error", id=message["id"], payload=_refusal(refused))
+                await self.send_message(error)
+                return
+        await super().handle_message(message)
+
+    async def handle_async_results(
+        self, operation_id: str, query: str, operation_name: str | None, variables: dict[str, object] | None
+    ) -> None:
+        # Strawberry's runs only subscriptions; the legacy protocol carries queries and mutations too
+        try:
+            result_source = await self.schema.stream(
+                query=query,
+                variable_values=variables,
+                operation_name=operation_name,
+                context_value=self.context,
+                root_value=self.root_value,
+            )
+            self.subscriptions[operation_id] = result_source  # type: ignore[assignment]
+            first = True
+            async for result in result_source:
+                if first and isinstance(result, PreExecutionError) and result.errors:
+                    payload = result.errors[0].formatted
+                    await self.send_message(ErrorMessage(type="error", id=operation_id, payload=payload))
+                    return
+                first = False
+                await self.send_data_message(result, operation_id)  # type: ignore[arg-type]
+            await self.send_message({"type": "complete", "id": operation_id})
+        except asyncio.CancelledError:
+            await self.send_message({"type": "complete", "id": operation_id})
+        finally:
+            self.subscriptions.pop(operation_id, None)
+            self.tasks.pop(operation_id, None)
