@@ -24,6 +24,13 @@ $(GRAPHIQL_ASSETS): graphiql/package.json graphiql/package-lock.json graphiql/ve
 		cd graphiql && npm ci --no-audit --no-fund --loglevel=error && npm run --silent vendor; \
 	else echo "warning: GraphiQL's assets need Node.js 18+ and npm; the API runs without them"; fi
 
+# Reference clients the API tests run against a live server (graphql-http's audit, graphql-sse)
+CLIENT_CHECKS := tests/clients/node_modules/.package-lock.json
+$(CLIENT_CHECKS): tests/clients/package.json tests/clients/package-lock.json
+	@if command -v npm >/dev/null; then \
+		cd tests/clients && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "warning: the client conformance tests need Node.js 18+ and npm"; fi
+
 install: $(STAMP) $(GRAPHIQL_ASSETS)
 
 run: install
@@ -46,7 +53,7 @@ schema-check: install
 	@if [ -f $(CHECK_CONTRACT) ]; then $(BIN)/python $(CHECK_CONTRACT) schema.graphql $(CONTRACT); \
 		else echo "contract checker not found at $(CHECK_CONTRACT): skipped"; fi
 
-test: install lint typecheck schema-check
+test: install $(CLIENT_CHECKS) lint typecheck schema-check
 	$(BIN)/pytest
 
 bench: install
@@ -56,4 +63,4 @@ demo: install
 	$(BIN)/proofloop demo
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .ruff_cache build *.egg-info graphiql/node_modules web/static/graphiql/vendor
+	rm -rf $(VENV) var .mypy_cache .ruff_cache build *.egg-info graphiql/node_modules tests/clients/node_modules web/static/graphiql/vendor

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -180,12 +181,25 @@ def _wait_until_answering(url: str, children: list[subprocess.Popen[bytes]], tim
     return False
 
 
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: only a listener counts
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     """Everything on the embedded default: migrations, the API with GraphiQL, and one worker."""
     os.environ.setdefault("PROOFLOOP_ENV", "dev")
     get_settings.cache_clear()
     settings = get_settings()
     host, port = args.host or settings.host, args.port or settings.port
+    if port_in_use(host, port):  # before anything starts: a second worker would run on the same data
+        print(f"{host}:{port} is already in use (another `make run`?): set PROOFLOOP_PORT", file=sys.stderr)
+        return 1
     cmd_migrate(args)
     _catch_stop_signals()
     with redis_for(settings):
@@ -223,7 +237,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Against a running `make run`: two users, a partnership and short tasks producing live events."""
     from demo import run_demo
 
-    return run_demo(args.url, duration=args.duration)
+    settings = get_settings()
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    return run_demo(args.url or f"http://{host}:{settings.port}", duration=args.duration)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -250,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     export = add("export-schema", cmd_export_schema)
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
     demo = add("demo", cmd_demo)
-    demo.add_argument("--url", default="http://127.0.0.1:8000", help="a running Proofloop API")
+    demo.add_argument("--url", help="a running Proofloop API (default: PROOFLOOP_HOST:PROOFLOOP_PORT)")
     demo.add_argument("--duration", type=float, default=0, help="seconds to run (0: until Ctrl-C)")
     return parser
 

@@ -71,8 +71,10 @@ class Verification:
         if digest is None or not await self._may_see_media(info):
             return None
         viewer = await info.context.viewer()
-        secret = info.context.settings.resolved_secret_key
-        return media_url(secret, str(self.row.id), str(viewer.id), kind)
+        settings = info.context.settings
+        link = media_url(settings.resolved_secret_key, str(self.row.id), str(viewer.id), kind)
+        # absolute when the API's public address is known: a frontend on another origin needs no guess
+        return f"{settings.public_url.rstrip('/')}{link}" if settings.public_url else link
 
     @strawberry.field(
         description="PHOTO/VIDEO: signed, expires within minutes; owner and active partners only"
