@@ -64,7 +64,10 @@ def coded_error(error: GraphQLError) -> GraphQLError:
     coerced = variable is not None and isinstance(error.original_error, GraphQLError)
     if isinstance(original, InvalidDateTime) or coerced:
         # a variable that does not fit its type: the innermost cause of a coercion error is a GraphQLError
-        return _rebuilt(error, error.message, {"code": "BAD_USER_INPUT", "field": variable or ""})
+        extensions: dict[str, object] = {"code": "BAD_USER_INPUT"}
+        if variable is not None:
+            extensions["field"] = variable
+        return _rebuilt(error, error.message, extensions)
     if original is None or isinstance(original, DOCUMENT_ERRORS):
         code = (error.extensions or {}).get("code") or "GRAPHQL_VALIDATION_FAILED"
         return _rebuilt(error, error.message, {"code": code})

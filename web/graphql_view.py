@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from functools import cached_property
 from typing import Any
 
@@ -39,6 +40,8 @@ from web.graphiql import graphiql_page
 from web.origins import AllowedOrigins
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
 from web.ws_protocols import LegacyWSHandler, TransportWSHandler
+
+log = logging.getLogger("proofloop.graphql")
 
 GRAPHQL_RESPONSE_JSON = "application/graphql-response+json"
 SUBSCRIPTIONS_OVER_HTTP = (
@@ -133,11 +136,13 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             )
             if e.status_code == 405:
                 response.headers["allow"] = "POST"
+            log.info("client error BAD_USER_INPUT %s", {"field": field, "status": e.status_code})
         except DocumentRefused as refused:
             status = 404 if refused.code == "PERSISTED_QUERY_NOT_FOUND" else 400
             response = error_response(
                 status, refused.code, refused.message, field=refused.field, media_type=media_type
             )
+            log.info("client error %s %s", refused.code, {"status": status})
         else:
             if response.media_type == "application/json" and media_type == GRAPHQL_RESPONSE_JSON:
                 response.headers["content-type"] = GRAPHQL_RESPONSE_JSON

@@ -7,6 +7,7 @@ queries and mutations as subscriptions-transport-ws clients expect.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,8 @@ from strawberry.types.execution import PreExecutionError
 
 from schema.context import Context
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
+
+log = logging.getLogger("proofloop.graphql")
 
 MALFORMED = 4400
 
@@ -87,6 +90,10 @@ def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    async def handle_invalid_message(self, error_message: str) -> None:
+        log.info("client error: malformed websocket frame (%s)", error_message)
+        await super().handle_invalid_message(error_message)
+
     async def handle_message(self, message: Message) -> None:
         frame: object = message
         if problem := frame_problem(frame, TRANSPORT_WS_FRAMES):
@@ -109,9 +116,9 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             async for message in self.websocket.iter_json():
                 await self.handle_message(message)  # type: ignore[arg-type]
         except NonTextMessageReceived:
-            await self.websocket.close(MALFORMED, "a message must be a text frame")
+            await self.refuse_frame("a message must be a text frame")
         except NonJsonMessageReceived:
-            await self.websocket.close(MALFORMED, "a message must be valid JSON")
+            await self.refuse_frame("a message must be valid JSON")
         except WebSocketDisconnected:
             pass
         finally:
@@ -123,7 +130,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
     async def handle_message(self, message: OperationMessage) -> None:
         frame: object = message
         if problem := frame_problem(frame, LEGACY_FRAMES):
-            await self.websocket.close(MALFORMED, problem)
+            await self.refuse_frame(problem)
             return
         if message["type"] == "start" and self.connection_acknowledged:
             try:
@@ -133,6 +140,10 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 await self.send_message(error)
                 return
         await super().handle_message(message)
+
+    async def refuse_frame(self, reason: str) -> None:
+        log.info("client error: malformed websocket frame (%s)", reason)
+        await self.websocket.close(MALFORMED, reason)
 
     async def handle_async_results(
         self, operation_id: str, query: str, operation_name: str | None, variables: dict[str, object] | None

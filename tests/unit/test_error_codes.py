@@ -37,3 +37,24 @@ def test_document_and_scalar_errors() -> None:
     }
     wrapped = GraphQLError("Variable '$at' got invalid value", original_error=InvalidDateTime("not ISO 8601"))
     assert coded_error(wrapped).extensions == {"code": "BAD_USER_INPUT"}
+
+
+def test_variable_coercion_is_bad_user_input_naming_the_variable() -> None:
+    from graphql import OperationDefinitionNode, build_schema, execute_sync, parse
+
+    schema = build_schema("input I { a: Int! } type Query { f(x: Int!, i: I): Int }")
+    document = parse("query($x: Int!, $i: I) { f(x: $x, i: $i) }")
+    for variables in ({}, {"x": "a"}, {"x": None}, {"x": 1, "i": {"a": 1, "b": 2}}):
+        result = execute_sync(schema, document, variable_values=variables)
+        assert result.errors
+        for error in result.errors:
+            # the innermost cause of a coercion error is a GraphQLError: the client's mistake, not ours
+            assert coded_error(error).extensions in (
+                {"code": "BAD_USER_INPUT", "field": "x"},
+                {"code": "BAD_USER_INPUT", "field": "i"},
+            )
+    operation = document.definitions[0]
+    assert isinstance(operation, OperationDefinitionNode)
+    # a validation rule's error points at a variable too, but has no cause: the document is wrong
+    validation = GraphQLError("Variable '$x' is never used.", nodes=operation.variable_definitions[0])
+    assert coded_error(validation).extensions == {"code": "GRAPHQL_VALIDATION_FAILED"}
