@@ -54,7 +54,7 @@ def test_variable_coercion_is_bad_user_input_naming_the_variable() -> None:
                 {"code": "BAD_USER_INPUT", "field": "i"},
             )
     operation = document.definitions[0]
-    assert isinstance(operation, OperationDefinitionNode)
+    assert isinstance(operation, OperationDefinitionNode) and operation.variable_definitions
     # a validation rule's error points at a variable too, but has no cause: the document is wrong
     validation = GraphQLError("Variable '$x' is never used.", nodes=operation.variable_definitions[0])
     assert coded_error(validation).extensions == {"code": "GRAPHQL_VALIDATION_FAILED"}
