@@ -80,6 +80,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=settings.log_level.lower(),
             log_config=None,
             ws_max_size=1 << 20,
+            # X-Forwarded-For is believed only from PROOFLOOP_TRUSTED_PROXIES (it names the client address
+            # that login and register limits count)
+            proxy_headers=bool(settings.trusted_proxies),
+            forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
         )
     return 0
 
@@ -100,6 +104,7 @@ def worker_command(processes: int, threads: int) -> list[str]:
         str(threads),
         "--queues",
         "chain",
+        "mail",
         "--skip-logging",
     ]
 

@@ -41,6 +41,19 @@ class TextFormatter(logging.Formatter):
         return f"{line} {extras}" if extras else line
 
 
+class WithoutQueryString(logging.Filter):
+    """uvicorn's access line names the path only: signed media links and GET documents carry secrets."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and len(record.args) >= 3:
+            args = list(record.args)
+            path = args[2]
+            if isinstance(path, str):
+                args[2] = path.split("?", 1)[0]
+                record.args = tuple(args)
+        return True
+
+
 def configure_logging(settings: Settings) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if settings.log_format == "json":
@@ -52,6 +65,9 @@ def configure_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
     # SQL statements carry parameters (token digests, hashes): never at INFO
     logging.getLogger("tortoise").setLevel(max(logging.WARNING, root.level))
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, WithoutQueryString) for f in access.filters):
+        access.addFilter(WithoutQueryString())
 
 
 async def open_database(settings: Settings) -> None:

@@ -11,4 +11,5 @@ settings = get_settings()
 configure_logging(settings)
 broker = configure_broker(settings.resolved_redis_url, [WorkerResources(settings)])
 
-import actors.chain  # noqa: E402,F401  (actors register on the broker set above)
+import actors.chain  # noqa: E402  (actors register on the broker set above)
+import actors.mail  # noqa: E402,F401

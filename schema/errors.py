@@ -12,7 +12,7 @@ from graphql.error import GraphQLError
 from strawberry.extensions import MaskErrors
 
 from schema.scalars import InvalidDateTime
-from services.errors import BadInput, ProofloopError
+from services.errors import BadInput, ProofloopError, RateLimited
 
 log = logging.getLogger("proofloop.graphql")
 
@@ -42,6 +42,10 @@ def coded_error(error: GraphQLError) -> GraphQLError:
     original = _innermost(error.original_error)
     if isinstance(original, BadInput):
         return _rebuilt(error, original.message, {"code": original.code, "field": original.field})
+    if isinstance(original, RateLimited) and original.retry_after_seconds is not None:
+        extensions: dict[str, object] = {"code": original.code}
+        extensions["retryAfterSeconds"] = original.retry_after_seconds
+        return _rebuilt(error, original.message, extensions)
     if isinstance(original, ProofloopError):
         return _rebuilt(error, original.message, {"code": original.code})
     if isinstance(original, InvalidDateTime):

@@ -70,9 +70,9 @@ class Verification:
     async def _media_link(self, info: Info, kind: str, digest: str | None) -> str | None:
         if digest is None or not await self._may_see_media(info):
             return None
-        viewer = await info.context.viewer()
+        session = await info.context.authenticate()
         secret = info.context.settings.resolved_secret_key
-        return media_url(secret, str(self.row.id), str(viewer.id), kind)
+        return media_url(secret, str(self.row.id), str(session.user.id), kind, session.token_id)
 
     @strawberry.field(
         description="PHOTO/VIDEO: signed, expires within minutes; owner and active partners only"
