@@ -28,9 +28,8 @@ async def request_email_verification(user: User, *, public_url: str, mail_reques
 async def verify_email(token: str) -> User:
     """Mark the token's account verified; BAD_USER_INPUT for an unknown, used or expired token."""
     async with write_transaction():
-        row = await live_token(token, MailedTokenPurpose.VERIFY_EMAIL, lock=True)
+        row, user = await live_token(token, MailedTokenPurpose.VERIFY_EMAIL, lock=True)
         await use_token(row)
-        user = row.user
         if user.email_verified_at is None:
             user.email_verified_at = await db_now()
             await User.filter(id=user.id).update(email_verified_at=user.email_verified_at)

@@ -32,13 +32,16 @@ async def new_token(user: User, purpose: MailedTokenPurpose) -> str:
     return token
 
 
-async def live_token(token: str, purpose: MailedTokenPurpose, *, lock: bool = False) -> MailedToken:
-    """The unused, unexpired token for its account's current address; BAD_USER_INPUT otherwise."""
+async def live_token(
+    token: str, purpose: MailedTokenPurpose, *, lock: bool = False
+) -> tuple[MailedToken, User]:
+    """The unused, unexpired token and its account (for its current address); else BAD_USER_INPUT."""
     query = MailedToken.filter(digest=_digest(token), purpose=purpose, used_at=None)
-    row = await (query.select_for_update() if lock else query).select_related("user").first()
-    if row is None or row.expires_at <= await db_now() or row.email != row.user.email:
+    row = await (query.select_for_update() if lock else query).first()
+    user = await User.get_or_none(id=row.user_id) if row is not None else None
+    if row is None or user is None or row.expires_at <= await db_now() or row.email != user.email:
         raise BadInput("token", "unknown, used or expired token")
-    return row
+    return row, user
 
 
 async def use_token(row: MailedToken) -> None:

@@ -46,9 +46,8 @@ async def reset_password(
     await live_token(token, MailedTokenPurpose.RESET_PASSWORD)  # before argon2: a wrong token costs nothing
     password_hash = await rules.passwords.hash(new_password)
     async with write_transaction():
-        row = await live_token(token, MailedTokenPurpose.RESET_PASSWORD, lock=True)
+        row, user = await live_token(token, MailedTokenPurpose.RESET_PASSWORD, lock=True)
         await use_token(row)
-        user = row.user
         if user.email_verified_at is None:
             user.email_verified_at = await db_now()
             await User.filter(id=user.id).update(email_verified_at=user.email_verified_at)

@@ -212,8 +212,9 @@ class ApiClient:
         *,
         token: str | None = None,
         upload_files: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
         transport = AIOHTTPTransport(url=f"{self.url}/graphql", headers=headers)
         async with Client(transport=transport, fetch_schema_from_transport=False) as session:
             request = GraphQLRequest(document, variable_values=variables)
