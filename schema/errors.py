@@ -57,6 +57,27 @@ def coded_error(error: GraphQLError) -> GraphQLError:
     return _rebuilt(error, INTERNAL_MESSAGE, {"code": "INTERNAL_SERVER_ERROR"})
 
 
+class ErrorLogLines(logging.Filter):
+    """Strawberry logs each error of an operation at ERROR with the document's source around it (literals,
+    passwords included). Rewrite those records: expected errors at INFO with code, path and our own message
+    only (a document error's message can quote a variable's value), unexpected ones keep their traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.msg
+        if not isinstance(error, GraphQLError):
+            return True
+        original = _innermost(error.original_error)
+        if isinstance(original, ProofloopError):
+            record.msg, record.args = "%s at %s: %s", (original.code, error.path, original.message)
+        elif original is None or isinstance(original, InvalidDateTime):
+            record.msg, record.args = "%s at %s", ("GRAPHQL_VALIDATION_FAILED", error.path)
+        else:
+            record.msg, record.args = "INTERNAL_SERVER_ERROR at %s", (error.path,)
+            return True
+        record.levelno, record.levelname, record.exc_info, record.exc_text = logging.INFO, "INFO", None, None
+        return True
+
+
 class ErrorCodes(MaskErrors):
     """Every error leaves with a contract code; unexpected ones leave with nothing else."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from starlette.requests import Request
@@ -13,6 +14,7 @@ from strawberry.types.unset import UnsetType
 
 from realtime.hub import running_hub
 from schema.context import Context
+from schema.errors import ErrorLogLines
 from services.errors import Unauthenticated
 from services.passwords import PasswordHashing
 from settings import Settings
@@ -24,6 +26,9 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         super().__init__(**kwargs)
         self.settings = settings
         self.passwords = passwords
+        failing = logging.getLogger("strawberry.execution")
+        if not any(isinstance(f, ErrorLogLines) for f in failing.filters):
+            failing.addFilter(ErrorLogLines())  # no document source in the log
 
     @property
     def graphql_ide_html(self) -> str:
