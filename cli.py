@@ -226,9 +226,11 @@ def cmd_export_schema(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Against a running `make run`: two users, a partnership and short tasks producing live events."""
-    from demo import run_demo
+    from demo import run_demo, token_from_mail_dir
 
-    return run_demo(args.url, duration=args.duration)
+    return run_demo(
+        args.url, duration=args.duration, mailed_token=token_from_mail_dir(get_settings().mail_dir)
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

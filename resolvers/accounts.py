@@ -4,6 +4,7 @@ import strawberry
 
 from resolvers.permissions import IsAuthenticated, Public
 from schema.context import Info
+from schema.types.session import Session
 from schema.types.user import AuthPayload, User
 from services import accounts, email_verification, password_reset
 from services.accounts import AccountRules
@@ -42,6 +43,16 @@ class AccountQueries:
     async def me(self, info: Info) -> User:
         return User(row=await info.context.viewer())
 
+    @strawberry.field(
+        permission_classes=[IsAuthenticated], description="your signed-in devices, newest first"
+    )
+    async def sessions(self, info: Info) -> list[Session]:
+        session = await info.context.authenticate()
+        return [
+            Session(row=row, current_id=session.token_id)
+            for row in await accounts.live_sessions(session.user)
+        ]
+
 
 @strawberry.type
 class AccountMutations:
@@ -72,6 +83,14 @@ class AccountMutations:
     async def logout(self, info: Info) -> bool:
         # its sockets close and its media links stop working, in every API process
         await accounts.logout(await info.context.authenticate())
+        return True
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="signs one of your devices out: its sockets close and its media links stop working",
+    )
+    async def revoke_session(self, info: Info, id: strawberry.ID) -> bool:
+        await accounts.revoke_session(await info.context.viewer(), str(id))
         return True
 
     @strawberry.mutation(

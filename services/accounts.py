@@ -15,7 +15,8 @@ from models import AuthToken, User
 from realtime import notices
 from services.db import db_now, on_commit, write_transaction
 from services.email_verification import send_verification
-from services.errors import BadInput, Conflict, Unauthenticated
+from services.errors import BadInput, Conflict, NotFound, Unauthenticated
+from services.ids import parse_id
 from services.passwords import PasswordHashing, check_password_policy
 from services.rate_limits import AttemptWindow, LoginBackoff, remember_owner_address
 
@@ -158,6 +159,19 @@ async def revoke_tokens(user_id: str, *, token_id: str | None = None) -> list[st
 
 async def logout(session: Session) -> None:
     await revoke_tokens(str(session.user.id), token_id=session.token_id)
+
+
+async def live_sessions(user: User) -> list[AuthToken]:
+    """The user's tokens that still work, newest first."""
+    return await AuthToken.filter(user_id=user.id, revoked_at=None, expires_at__gt=await db_now()).order_by(
+        "-created_at", "-id"
+    )
+
+
+async def revoke_session(user: User, token_id: str) -> None:
+    """End one of the user's own sessions (NOT_FOUND for anyone else's or one already ended)."""
+    if not await revoke_tokens(str(user.id), token_id=parse_id(token_id, "session")):
+        raise NotFound("no such session")
 
 
 async def change_password(

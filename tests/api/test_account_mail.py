@@ -134,3 +134,23 @@ async def test_change_password_keeps_only_the_new_token(api: ApiClient, server: 
     for old in (token, other):
         assert (await failure_of(api, ME, {}, old)).code == "UNAUTHENTICATED"
     assert (await api.execute(ME, token=new_token))["me"]["id"] == user["id"]
+
+
+async def test_sessions_are_listed_and_one_can_be_revoked(api: ApiClient, server: ServerProcess) -> None:
+    token, user = await api.register()
+    other = (await api.execute(LOGIN, {"e": user["email"], "p": PASSWORD}))["login"]["token"]
+    stranger, _ = await api.register()
+    listed = (await api.execute("{ sessions { id current expiresAt } }", token=token))["sessions"]
+    assert [s["current"] for s in listed] == [False, True]  # newest first: the login, then registration
+    other_id = listed[0]["id"]
+    revoke = "mutation($id: ID!) { revokeSession(id: $id) }"
+    assert (await failure_of(api, revoke, {"id": other_id}, stranger)).code == "NOT_FOUND"
+    async with live_feed(server, other) as feed:
+        await asyncio.sleep(0.3)
+        assert (await api.execute(revoke, {"id": other_id}, token=token))["revokeSession"] is True
+        await feed.ending(within=5)
+    assert (await failure_of(api, ME, {}, other)).code == "UNAUTHENTICATED"
+    assert (await failure_of(api, revoke, {"id": other_id}, token)).code == "NOT_FOUND"
+    assert [
+        s["current"] for s in (await api.execute("{ sessions { current } }", token=token))["sessions"]
+    ] == [True]
