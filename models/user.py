@@ -45,7 +45,7 @@ class MailedTokenPurpose(StrEnum):
 
 
 class MailedToken(Model):
-    """A single-use token sent to an address (verification, password reset); only its digest is kept."""
+    """A single-use token sent to an address (verification, password reset), kept as a digest only."""
 
     id = fields.UUIDField(primary_key=True)
     user: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(

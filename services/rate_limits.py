@@ -64,11 +64,14 @@ class AttemptWindow:
     attempts: int
     window_seconds: int
 
+    def key(self, subject: str) -> str:
+        return _key(self.name, subject)
+
     async def count(self, subject: str) -> None:
         """Count one attempt; RATE_LIMITED (with the seconds left) once the window's allowance is used."""
         try:
             wait = await notices.client().eval(  # type: ignore[misc]
-                _FIXED_WINDOW, 1, _key(self.name, subject), self.attempts, self.window_seconds
+                _FIXED_WINDOW, 1, self.key(subject), self.attempts, self.window_seconds
             )
         except (RedisError, RuntimeError):
             log.warning("rate limit %s not checked: Redis did not answer", self.name)

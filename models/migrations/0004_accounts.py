@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
                 ('expires_at', fields.DatetimeField(auto_now=False, auto_now_add=False)),
                 ('used_at', fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),
             ],
-            options={'table': 'mailed_tokens', 'app': 'models', 'indexes': [Index(fields=['user_id', 'purpose'])], 'pk_attr': 'id', 'table_description': 'A single-use token sent to an address (verification, password reset); only its digest is kept.'},
+            options={'table': 'mailed_tokens', 'app': 'models', 'indexes': [Index(fields=['user_id', 'purpose'])], 'pk_attr': 'id', 'table_description': 'A single-use token sent to an address (verification, password reset), kept as a digest only.'},
             bases=['Model'],
         ),
         ops.CreateModel(

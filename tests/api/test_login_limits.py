@@ -7,9 +7,11 @@ import asyncio
 import uuid
 
 import pytest
+import redis
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportConnectionFailed
 
+from services.rate_limits import AttemptWindow
 from tests.api.test_live import close_code, live_feed
 from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port
 
@@ -67,6 +69,10 @@ async def test_each_client_address_has_a_limit_that_a_spoofed_header_does_not_es
     service_env: dict[str, str],
 ) -> None:
     env = {**service_env, "PROOFLOOP_AUTH_ADDRESS_ATTEMPTS": "4"}  # no trusted proxies: the header is ignored
+    # every test of the run comes from 127.0.0.1: start this address's window afresh
+    redis.Redis.from_url(env["PROOFLOOP_REDIS_URL"]).delete(
+        AttemptWindow("auth-address", 0, 0).key("127.0.0.1")
+    )
     with ServerProcess(env, port=free_port()) as server:
         api = ApiClient(server.url)
         codes = []
