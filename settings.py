@@ -47,6 +47,7 @@ class Settings(BaseSettings):
     smtp_url: str | None = None  # smtp://user:pass@host:port[?starttls=true], smtps://; none: .eml files
     mail_from: str = "Proofloop <no-reply@localhost>"
     public_url: str = "http://localhost:3000"  # the frontend, for links in mail
+    mail_sweep_seconds: float = 60.0  # how often each worker resends mail whose message never left
 
     link_horizon_seconds: int = 300
     pump_interval_seconds: float = 1.0

@@ -61,6 +61,7 @@ def service_env(database_url: str, redis_url: str, data_dir: Path, mailbox: Mail
         # every test registers from 127.0.0.1: the per-address limit has its own test
         "PROOFLOOP_AUTH_ADDRESS_ATTEMPTS": "100000",
         "PROOFLOOP_MAIL_REQUESTS_PER_HOUR": "1000",
+        "PROOFLOOP_MAIL_SWEEP_SECONDS": "1",
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import asyncpg
 import pytest
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportConnectionFailed
@@ -154,3 +155,30 @@ async def test_sessions_are_listed_and_one_can_be_revoked(api: ApiClient, server
     assert [
         s["current"] for s in (await api.execute("{ sessions { current } }", token=token))["sessions"]
     ] == [True]
+
+
+async def test_a_mail_whose_message_never_left_is_sent_by_the_sweep(
+    api: ApiClient, database_url: str
+) -> None:
+    """The outbox row committed but its Dramatiq message was lost (say Redis was down): a worker resends it."""
+    recipient = f"stranded-{uuid.uuid4().hex[:8]}@example.com"
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute(
+            """INSERT INTO outgoing_mail (id, recipient, subject, text_body, html_body, created_at, attempts)
+               VALUES ($1, $2, 'Stranded', 'the text', '<p>the html</p>', now() - interval '1 hour', 0)""",
+            uuid.uuid4(),
+            recipient,
+        )
+        mail = await box(api).wait_for(recipient, "Stranded")
+        assert text_of(mail).strip() == "the text"
+        for _ in range(100):
+            row = await conn.fetchrow(
+                "SELECT sent_at, text_body FROM outgoing_mail WHERE recipient = $1", recipient
+            )
+            if row["sent_at"] is not None:
+                break
+            await asyncio.sleep(0.1)
+        assert row["sent_at"] is not None and row["text_body"] == ""  # the body is not kept once sent
+    finally:
+        await conn.close()
