@@ -13,7 +13,8 @@ from gql.transport.exceptions import TransportConnectionFailed
 
 from services.rate_limits import AttemptWindow
 from tests.api.test_live import close_code, live_feed
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port
+from tests.harness import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
+from tests.mailbox import Mailbox
 
 LOGIN = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { token } }"
 PASSWORD = "correct horse battery"
@@ -115,3 +116,30 @@ async def test_an_expiring_token_closes_its_socket_at_that_moment(service_env: d
             with pytest.raises(TransportConnectionFailed) as closed:
                 await feed.session.execute(GraphQLRequest("query { me { id } }"))
             assert close_code(closed.value) == 4401
+
+
+async def test_mail_requests_per_address_are_limited_without_revealing_accounts(
+    service_env: dict[str, str], worker: WorkerProcess, mailbox: Mailbox
+) -> None:
+    env = {**service_env, "PROOFLOOP_MAIL_REQUESTS_PER_HOUR": "2"}
+    with ServerProcess(env, port=free_port()) as server:
+        api = ApiClient(server.url, mailbox)
+        token, user = await api.register()
+        resend = "mutation { requestEmailVerification }"
+        for _ in range(2):
+            assert (await api.execute(resend, token=token))["requestEmailVerification"] is True
+        with pytest.raises(GraphQLFailure) as limited:
+            await api.execute(resend, token=token)
+        assert limited.value.code == "RATE_LIMITED"
+        assert 0 < limited.value.errors[0]["extensions"]["retryAfterSeconds"] <= 3600
+        await mailbox.wait_for(user["email"], "Confirm your email", count=3)  # registration's and two more
+
+        # a reset request past the limit still answers true, and sends nothing more
+        reset = "mutation($e: String!) { requestPasswordReset(email: $e) }"
+        stranger = f"flooded-{uuid.uuid4().hex[:8]}@example.com"
+        for _ in range(4):
+            assert (await api.execute(reset, {"e": stranger}))["requestPasswordReset"] is True
+        await mailbox.wait_for(stranger, "Reset your password", count=2)
+        await asyncio.sleep(1)  # what a third mail would need to arrive, had one been sent
+        assert len(mailbox.to(stranger)) == 2
+        assert len(mailbox.to(user["email"], "Confirm your email")) == 3
