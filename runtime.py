@@ -42,15 +42,14 @@ class TextFormatter(logging.Formatter):
 
 
 class WithoutQueryString(logging.Filter):
-    """uvicorn's access line names the path only: signed media links and GET documents carry secrets."""
+    """uvicorn's request lines name the path only: signed media links and GET documents carry secrets."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple) and len(record.args) >= 3:
-            args = list(record.args)
-            path = args[2]
-            if isinstance(path, str):
-                args[2] = path.split("?", 1)[0]
-                record.args = tuple(args)
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                arg.split("?", 1)[0] if isinstance(arg, str) and arg.startswith("/") else arg
+                for arg in record.args
+            )
         return True
 
 
@@ -65,9 +64,10 @@ def configure_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
     # SQL statements carry parameters (token digests, hashes): never at INFO
     logging.getLogger("tortoise").setLevel(max(logging.WARNING, root.level))
-    access = logging.getLogger("uvicorn.access")
-    if not any(isinstance(f, WithoutQueryString) for f in access.filters):
-        access.addFilter(WithoutQueryString())
+    for name in ("uvicorn.access", "uvicorn.error"):  # HTTP lines, and websocket lines
+        requests = logging.getLogger(name)
+        if not any(isinstance(f, WithoutQueryString) for f in requests.filters):
+            requests.addFilter(WithoutQueryString())
 
 
 async def open_database(settings: Settings) -> None:

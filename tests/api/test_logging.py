@@ -7,6 +7,8 @@ import json
 import uuid
 
 import httpx
+import websockets
+from websockets.typing import Subprotocol
 
 from tests.harness import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
 from tests.mailbox import Mailbox, mailed_token
@@ -56,6 +58,7 @@ async def test_no_auth_path_logs_a_secret(
         "weak": "1234567890",
         "sig": "f" * 40 + "deadbeef",
         "query": "literal-secret-in-a-get-query",
+        "ws": "secret-in-a-websocket-query",
     }
     with ServerProcess(env, port=free_port()) as server:
         api = ApiClient(server.url, mailbox)
@@ -97,8 +100,11 @@ async def test_no_auth_path_logs_a_secret(
                 f"/media/{uuid.uuid4()}", params={"viewer": "x", "exp": "1", "sig": secrets["sig"]}
             )
             await http.get("/graphql", params={"query": f"{{ me {{ id }} }} # {secrets['query']}"})
+        ws_url = server.url.replace("http://", "ws://") + f"/graphql?token={secrets['ws']}"
+        async with websockets.connect(ws_url, subprotocols=[Subprotocol("graphql-transport-ws")]):
+            pass
     logs = server.log() + worker.log()
-    assert "POST /graphql" in logs and "GET /media/" in logs  # the access log was on
+    assert "POST /graphql" in logs and "GET /media/" in logs and "WebSocket /graphql" in logs  # lines were on
     used = [
         *secrets.values(),
         first,
