@@ -21,7 +21,8 @@ from realtime import notices
 from realtime.hub import Hub, start_hub, stop_hub
 from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
-from services import feeds
+from services import accounts, feeds
+from services.passwords import PasswordHashing
 from settings import Settings, get_settings
 from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
@@ -37,8 +38,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
     configure_logging(settings)  # each uvicorn worker process builds its app here
     origins = allowed_origins(settings)
+    passwords = PasswordHashing(settings.password_hash_threads, settings.password_hash_queue)
     graphql = ProofloopGraphQL(
         settings,
+        passwords,
         schema=schema,
         graphql_ide="graphiql",
         multipart_uploads_enabled=True,
@@ -63,6 +66,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 read_after=feeds.events_after,
                 watchers_of=feeds.watchers_of,
                 latest_position=feeds.latest_position,
+                token_expiry=accounts.token_expiry,
             )
         )
         try:
@@ -71,6 +75,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await stop_hub()
             await notices.close()
             await close_database()
+            passwords.close()
 
     return Starlette(
         routes=[

@@ -81,6 +81,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=settings.log_level.lower(),
             log_config=None,
             ws_max_size=1 << 20,
+            # X-Forwarded-For is believed only from PROOFLOOP_TRUSTED_PROXIES (it names the client address
+            # that login and register limits count)
+            proxy_headers=bool(settings.trusted_proxies),
+            forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
         )
     return 0
 
@@ -101,6 +105,7 @@ def worker_command(processes: int, threads: int) -> list[str]:
         str(threads),
         "--queues",
         "chain",
+        "mail",
         "--skip-logging",
     ]
 
@@ -235,11 +240,15 @@ def cmd_export_schema(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Against a running `make run`: two users, a partnership and short tasks producing live events."""
-    from demo import run_demo
+    from demo import run_demo, token_from_mail_dir
 
     settings = get_settings()
     host = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
-    return run_demo(args.url or f"http://{host}:{settings.port}", duration=args.duration)
+    return run_demo(
+        args.url or f"http://{host}:{settings.port}",
+        duration=args.duration,
+        mailed_token=token_from_mail_dir(settings.mail_dir),
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

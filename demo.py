@@ -1,7 +1,8 @@
 """`proofloop demo`: two users, a partnership and one short task per method, producing live events.
 
 Against a running API (`make run`, then `make demo` in another terminal): registers Alice and Bob, makes
-Bob Alice's accountability partner, creates a GPS, a PHOTO, a VIDEO and a PARTNER task due every minute,
+Bob Alice's accountability partner (Bob confirms his address with the link `make run` wrote under
+var/mail/), creates a GPS, a PHOTO, a VIDEO and a PARTNER task due every minute,
 prints both tokens and what to paste into GraphiQL, then keeps proving (check-ins inside and outside the
 geofence, fresh photos, partner reviews) and lets some instances be MISSED, until Ctrl-C or --duration.
 """
@@ -11,10 +12,15 @@ from __future__ import annotations
 import io
 import json
 import random
+import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -33,6 +39,9 @@ REGISTER = """mutation($e: String!, $p: String!, $n: String!) {
   register(email: $e, password: $p, displayName: $n) { token user { id } } }"""
 INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"
 ACCEPT = "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }"
+VERIFY = "mutation($t: String!) { verifyEmail(token: $t) { id } }"
+MAIL_WAIT_SECONDS = 30
+_TOKEN = re.compile(r"verify-email\?token=([A-Za-z0-9_\-]+)")
 CREATE_TASK = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id title method } }"
 CURRENT = "query($id: ID!) { task(id: $id) { currentInstance { id isOpen } } }"
 VERDICT = "id status reason"
@@ -103,8 +112,30 @@ def register(api: Api, name: str) -> Account:
     return Account(name, email, data["token"], data["user"]["id"])
 
 
-def partner_up(api: Api, owner: Account, partner: Account) -> None:
+VerificationToken = Callable[[str], str]  # the token mailed to an address
+
+
+def token_from_mail_dir(mail_dir: Path) -> VerificationToken:
+    """Read a verification token from the .eml files the embedded default writes (no SMTP configured)."""
+
+    def find(email: str) -> str:
+        deadline = time.monotonic() + MAIL_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            for path in sorted(mail_dir.glob("*.eml"), reverse=True):
+                mail = message_from_bytes(path.read_bytes(), policy=policy.default)
+                body = mail.get_body(preferencelist=("plain",)) if isinstance(mail, EmailMessage) else None
+                found = _TOKEN.search(str(body.get_content()) if body is not None else "")  # type: ignore[attr-defined]
+                if str(mail["To"]).lower() == email and found:
+                    return found.group(1)
+            time.sleep(0.2)
+        raise DemoError(f"no verification mail to {email} in {mail_dir} (is a worker running?)")
+
+    return find
+
+
+def partner_up(api: Api, owner: Account, partner: Account, mailed_token: VerificationToken) -> None:
     partnership = api.run(INVITE, {"e": partner.email}, owner.token)["invitePartner"]
+    api.run(VERIFY, {"t": mailed_token(partner.email)})  # only a verified address may accept
     api.run(ACCEPT, {"id": partnership["id"]}, partner.token)
 
 
@@ -209,14 +240,14 @@ Tasks are due every minute; proofs follow as their windows open. Ctrl-C stops.
     )
 
 
-def run_demo(url: str, duration: float) -> int:
+def run_demo(url: str, duration: float, mailed_token: VerificationToken) -> int:
     """Run the demo against the API at `url` for `duration` seconds (0: until Ctrl-C); 0 when it went well."""
     rng = random.Random()
     with httpx.Client(timeout=30) as http:
         api = Api(url, http)
         try:
             alice, bob = register(api, "Alice"), register(api, "Bob")
-            partner_up(api, alice, bob)
+            partner_up(api, alice, bob, mailed_token)
             tasks = create_tasks(api, alice)
             print_intro(url, alice, bob)
             deadline = time.monotonic() + duration if duration > 0 else float("inf")

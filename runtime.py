@@ -41,6 +41,18 @@ class TextFormatter(logging.Formatter):
         return f"{line} {extras}" if extras else line
 
 
+class WithoutQueryString(logging.Filter):
+    """uvicorn's request lines name the path only: signed media links and GET documents carry secrets."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                arg.split("?", 1)[0] if isinstance(arg, str) and arg.startswith("/") else arg
+                for arg in record.args
+            )
+        return True
+
+
 def configure_logging(settings: Settings) -> None:
     handler = logging.StreamHandler(sys.stderr)
     if settings.log_format == "json":
@@ -52,6 +64,10 @@ def configure_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
     # SQL statements carry parameters (token digests, hashes): never at INFO
     logging.getLogger("tortoise").setLevel(max(logging.WARNING, root.level))
+    for name in ("uvicorn.access", "uvicorn.error"):  # HTTP lines, and websocket lines
+        requests = logging.getLogger(name)
+        if not any(isinstance(f, WithoutQueryString) for f in requests.filters):
+            requests.addFilter(WithoutQueryString())
 
 
 async def open_database(settings: Settings) -> None:

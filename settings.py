@@ -26,7 +26,7 @@ class Settings(BaseSettings):
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     # request headers a browser may send besides Authorization and Content-Type (tracing, client names)
     cors_allowed_headers: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    public_url: str | None = None  # the API's address as clients see it; media links become absolute
+    api_url: str | None = None  # the API's address as clients reach it; media links become absolute
     persisted_documents: Path | None = None  # a trusted-documents manifest (JSON)
     persisted_documents_only: bool = False  # refuse every document not in the manifest
     stream_heartbeat_seconds: float = 15.0  # SSE/multipart heartbeats and legacy websocket `ka`
@@ -36,9 +36,24 @@ class Settings(BaseSettings):
     max_image_pixels: int = 40_000_000
     max_speed_kmh: float = 250.0
     token_ttl_seconds: int = 30 * 24 * 3600  # sliding: every use extends it
-    password_min_length: int = 8
-    login_attempts: int = 10  # failed logins per email within the window before RATE_LIMITED
-    login_window_seconds: int = 900
+    password_min_length: int = 10
+    login_attempts: int = 10  # failed logins per email before each further try waits (doubling)
+    login_window_seconds: int = 900  # failures are forgotten this long after the last one
+    login_backoff_seconds: int = 1  # the first wait once login_attempts is used up
+    login_backoff_max_seconds: int = 900
+    # logins, registrations and password-reset requests per client address within the window
+    auth_address_attempts: int = 100
+    auth_address_window_seconds: int = 600
+    # proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated); none by default
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    password_hash_threads: int = 1  # argon2 runs on its own executor, away from uploads and queries
+    password_hash_queue: int = 32  # hashes waiting beyond this are refused with RATE_LIMITED
+    mail_requests_per_hour: int = 5  # verification / reset mails one address may be sent per hour
+
+    smtp_url: str | None = None  # smtp://user:pass@host:port[?starttls=true], smtps://; none: .eml files
+    mail_from: str = "Proofloop <no-reply@localhost>"
+    public_url: str = "http://localhost:3000"  # the frontend, for links in mail
+    mail_sweep_seconds: float = 60.0  # how often each worker resends mail whose message never left
 
     link_horizon_seconds: int = 300
     pump_interval_seconds: float = 1.0
@@ -50,7 +65,7 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
 
-    @field_validator("cors_origins", "cors_allowed_headers", mode="before")
+    @field_validator("cors_origins", "cors_allowed_headers", "trusted_proxies", mode="before")
     @classmethod
     def _split_origins(cls, value: object) -> object:
         # a comma-separated list reads better in an env file than JSON
@@ -69,6 +84,10 @@ class Settings(BaseSettings):
     @property
     def media_dir(self) -> Path:
         return self.data_dir / "media"
+
+    @property
+    def mail_dir(self) -> Path:
+        return self.data_dir / "mail"
 
     @property
     def embedded_redis_socket(self) -> Path:

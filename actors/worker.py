@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from actors.broker import configure_broker
+from actors.mail_sweep import MailSweep
 from actors.resources import WorkerResources
 from runtime import configure_logging
 from settings import get_settings
 
 settings = get_settings()
 configure_logging(settings)
-broker = configure_broker(settings.resolved_redis_url, [WorkerResources(settings)])
+broker = configure_broker(settings.resolved_redis_url, [WorkerResources(settings), MailSweep(settings)])
 
-import actors.chain  # noqa: E402,F401  (actors register on the broker set above)
+import actors.chain  # noqa: E402  (actors register on the broker set above)
+import actors.mail  # noqa: E402,F401

@@ -12,9 +12,10 @@ from models.enums import (
 )
 from models.event import Event
 from models.instance import TaskInstance
+from models.mail import OutgoingMail
 from models.partnership import Partnership
 from models.task import Task
-from models.user import AuthToken, User
+from models.user import AuthToken, MailedToken, MailedTokenPurpose, User
 from models.verification import Verification
 
 __all__ = [
@@ -22,6 +23,9 @@ __all__ = [
     "Event",
     "EventType",
     "InstanceStatus",
+    "MailedToken",
+    "MailedTokenPurpose",
+    "OutgoingMail",
     "Partnership",
     "PartnershipStatus",
     "RejectionReason",

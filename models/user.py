@@ -1,6 +1,8 @@
-"""Accounts and the bearer tokens that authenticate them."""
+"""Accounts, the bearer tokens that authenticate them, and single-use tokens mailed to their address."""
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 from tortoise import fields
 from tortoise.models import Model
@@ -13,6 +15,8 @@ class User(Model):
     timezone = fields.CharField(max_length=64, default="UTC")
     password_hash = fields.CharField(max_length=255)
     created_at = fields.DatetimeField(auto_now_add=True)
+    # set when a token mailed to `email` came back; an address counts only from then on
+    email_verified_at = fields.DatetimeField(null=True)
 
     class Meta:
         table = "users"
@@ -33,3 +37,30 @@ class AuthToken(Model):
 
     class Meta:
         table = "auth_tokens"
+
+
+class MailedTokenPurpose(StrEnum):
+    VERIFY_EMAIL = "VERIFY_EMAIL"
+    RESET_PASSWORD = "RESET_PASSWORD"
+
+
+class MailedToken(Model):
+    """A single-use token sent to an address (verification, password reset), kept as a digest only."""
+
+    id = fields.UUIDField(primary_key=True)
+    user: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(
+        "models.User", related_name="mailed_tokens", on_delete=fields.CASCADE
+    )
+    purpose = fields.CharEnumField(MailedTokenPurpose, max_length=16)
+    digest = fields.CharField(max_length=64, unique=True)
+    # the address it was sent to: a token for an address the account no longer has proves nothing
+    email = fields.CharField(max_length=254)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    expires_at = fields.DatetimeField()
+    used_at = fields.DatetimeField(null=True)
+
+    user_id: str
+
+    class Meta:
+        table = "mailed_tokens"
+        indexes = (("user_id", "purpose"),)

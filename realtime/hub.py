@@ -13,6 +13,7 @@ import json
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
@@ -34,6 +35,7 @@ TOKEN_REVOKED_CLOSE_CODE = 4401
 ReadAfter = Callable[[int], Awaitable[list[Event]]]
 WatchersOf = Callable[[Collection[str]], Awaitable[Mapping[str, set[str]]]]
 LatestPosition = Callable[[], Awaitable[int]]
+TokenExpiry = Callable[[str], Awaitable[datetime | None]]  # None: revoked or gone
 
 
 class ClosableSocket(Protocol):
@@ -48,12 +50,15 @@ class Hub:
         read_after: ReadAfter,
         watchers_of: WatchersOf,
         latest_position: LatestPosition,
+        token_expiry: TokenExpiry | None = None,
         catch_up_seconds: float = CATCH_UP_SECONDS,
     ) -> None:
         self._redis_url = redis_url
         self._read_after = read_after
         self._watchers_of = watchers_of
         self._latest_position = latest_position
+        self._token_expiry = token_expiry
+        self._expiry_timers: dict[str, asyncio.Task[None]] = {}
         self._catch_up_seconds = catch_up_seconds
         self._by_viewer: dict[str, set[Subscriber]] = {}
         self._sockets: dict[str, weakref.WeakSet[ClosableSocket]] = {}
@@ -78,7 +83,7 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
-        for closing in list(self._closing):
+        for closing in [*self._closing, *self._expiry_timers.values()]:
             closing.cancel()
         for subscribers in list(self._by_viewer.values()):
             for subscriber in list(subscribers):
@@ -98,9 +103,31 @@ class Hub:
             if not subscribers:
                 del self._by_viewer[subscriber.viewer_id]
 
-    def track_socket(self, token_id: str, socket: ClosableSocket) -> None:
-        """Remember a socket opened with `token_id`, so revoking the token closes it (weakly held)."""
+    def track_socket(self, token_id: str, socket: ClosableSocket, expires_at: datetime | None = None) -> None:
+        """Remember a socket opened with `token_id`, so revoking the token closes it (weakly held), and so
+        does its expiry, at that moment."""
         self._sockets.setdefault(token_id, weakref.WeakSet()).add(socket)
+        if expires_at is not None and self._token_expiry is not None and token_id not in self._expiry_timers:
+            self._expiry_timers[token_id] = asyncio.create_task(self._expire(token_id, expires_at))
+
+    async def _expire(self, token_id: str, expires_at: datetime) -> None:
+        """Sleep until the token's expiry; if it was not extended meanwhile (sliding), end its sockets."""
+        assert self._token_expiry is not None
+        try:
+            while self._sockets.get(token_id):
+                await asyncio.sleep(max(0.0, (expires_at - datetime.now(UTC)).total_seconds()))
+                try:
+                    latest = await self._token_expiry(token_id)
+                except Exception:
+                    log.warning("reading a token's expiry failed; retrying", exc_info=True)
+                    await asyncio.sleep(self._catch_up_seconds)
+                    continue
+                if latest is None or latest <= datetime.now(UTC):
+                    await self._revoke_token(token_id)
+                    return
+                expires_at = latest
+        finally:
+            self._expiry_timers.pop(token_id, None)
 
     @property
     def subscriber_count(self) -> int:

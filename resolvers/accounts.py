@@ -2,12 +2,39 @@ from __future__ import annotations
 
 import strawberry
 
-from realtime import notices
 from resolvers.permissions import IsAuthenticated, Public
 from schema.context import Info
+from schema.types.session import Session
 from schema.types.user import AuthPayload, User
-from services import accounts
-from services.rate_limits import FailureLimit
+from services import accounts, email_verification, password_reset
+from services.accounts import AccountRules
+from services.rate_limits import AttemptWindow, LoginBackoff
+
+
+def account_rules(info: Info) -> AccountRules:
+    settings = info.context.settings
+    return AccountRules(
+        passwords=info.context.passwords,
+        min_password_length=settings.password_min_length,
+        token_ttl_seconds=settings.token_ttl_seconds,
+        public_url=settings.public_url,
+        login_backoff=LoginBackoff(
+            attempts=settings.login_attempts,
+            base_seconds=settings.login_backoff_seconds,
+            max_seconds=settings.login_backoff_max_seconds,
+            window_seconds=settings.login_window_seconds,
+        ),
+        per_address=AttemptWindow(
+            "auth-address", settings.auth_address_attempts, settings.auth_address_window_seconds
+        ),
+        mail_requests=AttemptWindow("mail", settings.mail_requests_per_hour, 3600),
+    )
+
+
+def _signed_in(info: Info, issued: tuple[accounts.Session, str]) -> AuthPayload:
+    session, token = issued
+    info.context.session = session  # the rest of this request speaks for the account
+    return AuthPayload(token=token, user=User(row=session.user))
 
 
 @strawberry.type
@@ -16,6 +43,16 @@ class AccountQueries:
     async def me(self, info: Info) -> User:
         return User(row=await info.context.viewer())
 
+    @strawberry.field(
+        permission_classes=[IsAuthenticated], description="your signed-in devices, newest first"
+    )
+    async def sessions(self, info: Info) -> list[Session]:
+        session = await info.context.authenticate()
+        return [
+            Session(row=row, current_id=session.token_id)
+            for row in await accounts.live_sessions(session.user)
+        ]
+
 
 @strawberry.type
 class AccountMutations:
@@ -23,36 +60,81 @@ class AccountMutations:
     async def register(
         self, info: Info, email: str, password: str, display_name: str, timezone: str | None = "UTC"
     ) -> AuthPayload:
-        settings = info.context.settings
-        session, token = await accounts.register(
+        issued = await accounts.register(
             email,
             password,
             display_name,
             timezone or "UTC",
-            min_password_length=settings.password_min_length,
-            token_ttl_seconds=settings.token_ttl_seconds,
+            rules=account_rules(info),
+            address=info.context.client_address(),
         )
-        info.context.session = session  # the rest of this request speaks for the new account
-        return AuthPayload(token=token, user=User(row=session.user))
+        return _signed_in(info, issued)
 
     @strawberry.mutation(permission_classes=[Public])
     async def login(self, info: Info, email: str, password: str) -> AuthPayload:
-        settings = info.context.settings
-        session, token = await accounts.login(
-            email,
-            password,
-            token_ttl_seconds=settings.token_ttl_seconds,
-            failures=FailureLimit("login", settings.login_attempts, settings.login_window_seconds),
+        issued = await accounts.login(
+            email, password, rules=account_rules(info), address=info.context.client_address()
         )
-        info.context.session = session
-        return AuthPayload(token=token, user=User(row=session.user))
+        return _signed_in(info, issued)
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated], description="revokes the token that made this request"
     )
     async def logout(self, info: Info) -> bool:
-        session = await info.context.authenticate()
-        await accounts.logout(session.token_id)
-        # sockets opened with this token close at once, in every API process
-        await notices.publish_control("token_revoked", token_id=session.token_id)
+        # its sockets close and its media links stop working, in every API process
+        await accounts.logout(await info.context.authenticate())
         return True
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="signs one of your devices out: its sockets close and its media links stop working",
+    )
+    async def revoke_session(self, info: Info, id: strawberry.ID) -> bool:
+        await accounts.revoke_session(await info.context.viewer(), str(id))
+        return True
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="mails a new single-use verification token to your address",
+    )
+    async def request_email_verification(self, info: Info) -> bool:
+        settings = info.context.settings
+        await email_verification.request_email_verification(
+            await info.context.viewer(),
+            public_url=settings.public_url,
+            mail_requests=account_rules(info).mail_requests,
+        )
+        return True
+
+    @strawberry.mutation(
+        permission_classes=[Public], description="BAD_USER_INPUT for an unknown, used or expired token"
+    )
+    async def verify_email(self, info: Info, token: str) -> User:
+        return User(row=await email_verification.verify_email(token))
+
+    @strawberry.mutation(
+        permission_classes=[Public], description="always true: never reveals whether the account exists"
+    )
+    async def request_password_reset(self, info: Info, email: str) -> bool:
+        await password_reset.request_password_reset(
+            email, rules=account_rules(info), address=info.context.client_address()
+        )
+        return True
+
+    @strawberry.mutation(permission_classes=[Public], description="revokes every other token")
+    async def reset_password(self, info: Info, token: str, new_password: str) -> AuthPayload:
+        issued = await password_reset.reset_password(
+            token, new_password, rules=account_rules(info), address=info.context.client_address()
+        )
+        return _signed_in(info, issued)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], description="revokes every other token")
+    async def change_password(self, info: Info, current_password: str, new_password: str) -> AuthPayload:
+        issued = await accounts.change_password(
+            await info.context.authenticate(),
+            current_password,
+            new_password,
+            rules=account_rules(info),
+            address=info.context.client_address(),
+        )
+        return _signed_in(info, issued)

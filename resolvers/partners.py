@@ -20,7 +20,8 @@ class PartnerQueries:
 class PartnerMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def invite_partner(self, info: Info, email: str) -> Partnership:
-        return Partnership(row=await partners.invite_partner(await info.context.viewer(), email))
+        viewer = await info.context.viewer()
+        return Partnership(row=await partners.invite_partner(viewer, email, info.context.settings.public_url))
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def respond_to_invite(self, info: Info, partnership_id: strawberry.ID, accept: bool) -> Partnership:

@@ -18,6 +18,7 @@ from models import Task, TaskInstance, User, Verification
 from services.accounts import Session, authenticate, bearer_token
 from services.db import db_now
 from services.errors import Unauthenticated
+from services.passwords import PasswordHashing
 from settings import Settings
 
 
@@ -69,6 +70,7 @@ class Context:
     request: Request | WebSocket
     response: Response | WebSocket | None
     settings: Settings
+    passwords: PasswordHashing
     loaders: Loaders = field(default_factory=Loaders)
     connection_params: dict[str, Any] | None = None
     session: Session | None = None
@@ -91,6 +93,21 @@ class Context:
                 raise Unauthenticated("an Authorization: Bearer <token> header is required")
             self.session = await authenticate(token, token_ttl_seconds=self.settings.token_ttl_seconds)
         return self.session
+
+    async def session_or_none(self) -> Session | None:
+        """The caller's session, or None for an anonymous caller (a public field asking who reads it)."""
+        if (
+            self.session is None
+            and self.token() is None
+            and getattr(self.request.state, "session", None) is None
+        ):
+            return None
+        return await self.authenticate()
+
+    def client_address(self) -> str:
+        """The caller's address (uvicorn has already applied X-Forwarded-For from trusted proxies only)."""
+        client = self.request.client
+        return client.host if client is not None else "unknown"
 
     async def viewer(self) -> User:
         return (await self.authenticate()).user

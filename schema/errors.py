@@ -19,7 +19,7 @@ from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOpe
 from strawberry.types import ExecutionContext
 
 from schema.scalars import InvalidDateTime
-from services.errors import BadInput, ProofloopError
+from services.errors import BadInput, ProofloopError, RateLimited
 
 log = logging.getLogger("proofloop.graphql")
 
@@ -59,6 +59,9 @@ def coded_error(error: GraphQLError) -> GraphQLError:
     variable = _coerced_variable(error)
     if isinstance(original, BadInput):
         return _rebuilt(error, original.message, {"code": original.code, "field": original.field})
+    if isinstance(original, RateLimited) and original.retry_after_seconds is not None:
+        retry = {"code": original.code, "retryAfterSeconds": original.retry_after_seconds}
+        return _rebuilt(error, original.message, retry)
     if isinstance(original, ProofloopError):
         return _rebuilt(error, original.message, {"code": original.code})
     coerced = variable is not None and isinstance(error.original_error, GraphQLError)

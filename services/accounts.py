@@ -1,27 +1,25 @@
-"""Registration, login and bearer tokens."""
+"""Registration, login, bearer tokens, and the password changes that end every other session."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
 from tortoise.exceptions import IntegrityError
 
 from models import AuthToken, User
-from services.db import db_now, write_transaction
-from services.errors import BadInput, Conflict, Unauthenticated
-from services.rate_limits import FailureLimit, check_failures, record_failure
+from realtime import notices
+from services.db import db_now, on_commit, write_transaction
+from services.email_verification import send_verification
+from services.errors import BadInput, Conflict, NotFound, Unauthenticated
+from services.ids import parse_id
+from services.passwords import PasswordHashing, check_password_policy
+from services.rate_limits import AttemptWindow, LoginBackoff, remember_owner_address
 
-_hasher = PasswordHasher()
-# Unknown emails are checked against this hash, so a login spends the same argon2 time either way.
-_DUMMY_HASH = _hasher.hash("proofloop-timing-equaliser")
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 # Sliding expiry is written at most this often, so a burst of requests is not a burst of writes.
 _REFRESH_EVERY = timedelta(minutes=10)
@@ -31,6 +29,20 @@ _REFRESH_EVERY = timedelta(minutes=10)
 class Session:
     user: User
     token_id: str
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class AccountRules:
+    """What the account operations need from settings and the process, gathered once by the caller."""
+
+    passwords: PasswordHashing
+    min_password_length: int
+    token_ttl_seconds: int
+    public_url: str
+    login_backoff: LoginBackoff
+    per_address: AttemptWindow  # logins, registrations, reset requests from one client address
+    mail_requests: AttemptWindow  # verification and reset mails to one address
 
 
 def normalize_email(email: str, field: str = "email") -> str:
@@ -52,66 +64,54 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-async def _issue_token(user: User, ttl_seconds: int) -> tuple[Session, str]:
+async def issue_token(user: User, ttl_seconds: int) -> tuple[Session, str]:
     token = secrets.token_urlsafe(32)
     now = await db_now()
-    row = await AuthToken.create(
-        user=user, digest=token_digest(token), expires_at=now + timedelta(seconds=ttl_seconds)
-    )
-    return Session(user=user, token_id=str(row.id)), token
+    expires_at = now + timedelta(seconds=ttl_seconds)
+    row = await AuthToken.create(user=user, digest=token_digest(token), expires_at=expires_at)
+    return Session(user=user, token_id=str(row.id), expires_at=expires_at), token
 
 
 async def register(
-    email: str,
-    password: str,
-    display_name: str,
-    timezone: str,
-    *,
-    min_password_length: int,
-    token_ttl_seconds: int,
+    email: str, password: str, display_name: str, timezone: str, *, rules: AccountRules, address: str
 ) -> tuple[Session, str]:
+    """A new account, signed in at once; a verification token goes to its address in the same commit."""
+    await rules.per_address.count(address)
     email = normalize_email(email)
-    if len(password) < min_password_length:
-        raise BadInput("password", f"must be at least {min_password_length} characters")
-    if len(password) > 1024:
-        raise BadInput("password", "must be at most 1024 characters")
+    check_password_policy(password, rules.min_password_length)
     display_name = display_name.strip()
     if not 1 <= len(display_name) <= 100:
         raise BadInput("displayName", "must be 1 to 100 characters")
     validate_timezone(timezone, "timezone")
-    password_hash = await asyncio.to_thread(_hasher.hash, password)
+    password_hash = await rules.passwords.hash(password)
     try:
         async with write_transaction():
             user = await User.create(
                 email=email, display_name=display_name, timezone=timezone, password_hash=password_hash
             )
-            return await _issue_token(user, token_ttl_seconds)
+            issued = await issue_token(user, rules.token_ttl_seconds)
+            await send_verification(user, rules.public_url)
     except IntegrityError:
         raise Conflict("an account with this email already exists") from None
+    await remember_owner_address(email, address)
+    return issued
 
 
-def _password_matches(password_hash: str, password: str) -> bool:
-    try:
-        return _hasher.verify(password_hash, password)
-    except (VerificationError, InvalidHashError):
-        return False
-
-
-async def login(
-    email: str, password: str, *, token_ttl_seconds: int, failures: FailureLimit
-) -> tuple[Session, str]:
-    """A new token for the right password; failures per email (known or not) are limited."""
+async def login(email: str, password: str, *, rules: AccountRules, address: str) -> tuple[Session, str]:
+    """A new token for the right password. Every try is counted before argon2 runs (per address, and per
+    email with a doubling wait), so concurrent guesses cannot outrun the count."""
+    await rules.per_address.count(address)
     email = email.strip().lower()
-    await check_failures(failures, email)
+    reserved = await rules.login_backoff.reserve(email, address)
     user = await User.get_or_none(email=email)
-    matches = await asyncio.to_thread(
-        _password_matches, user.password_hash if user else _DUMMY_HASH, password
+    matches = await rules.passwords.verify(
+        user.password_hash if user else rules.passwords.dummy_hash, password
     )
     if user is None or not matches:
-        await record_failure(failures, email)
         raise Unauthenticated("wrong email or password")
+    await remember_owner_address(email, address, reserved)
     async with write_transaction():
-        return await _issue_token(user, token_ttl_seconds)
+        return await issue_token(user, rules.token_ttl_seconds)
 
 
 async def authenticate(token: str, *, token_ttl_seconds: int) -> Session:
@@ -120,14 +120,80 @@ async def authenticate(token: str, *, token_ttl_seconds: int) -> Session:
     now = await db_now()
     if row is None or row.expires_at <= now:
         raise Unauthenticated("missing, expired or revoked token")
+    expires_at = row.expires_at
     new_expiry = now + timedelta(seconds=token_ttl_seconds)
     if new_expiry - row.expires_at > _REFRESH_EVERY:
         await AuthToken.filter(id=row.id, revoked_at=None).update(expires_at=new_expiry)
-    return Session(user=row.user, token_id=str(row.id))
+        expires_at = new_expiry
+    return Session(user=row.user, token_id=str(row.id), expires_at=expires_at)
 
 
-async def logout(token_id: str) -> None:
-    await AuthToken.filter(id=token_id, revoked_at=None).update(revoked_at=await db_now())
+async def token_expiry(token_id: str) -> datetime | None:
+    """When a token stops working (its sliding expiry as last written); None once revoked or gone."""
+    row = await AuthToken.filter(id=token_id, revoked_at=None).first()
+    return row.expires_at if row is not None else None
+
+
+async def token_is_live(token_id: str) -> bool:
+    expires = await token_expiry(token_id)
+    return expires is not None and expires > await db_now()
+
+
+async def revoke_tokens(user_id: str, *, token_id: str | None = None) -> list[str]:
+    """Revoke one token of the user (or all); their sockets close in every API process after commit."""
+    async with write_transaction():
+        query = AuthToken.filter(user_id=user_id, revoked_at=None)
+        if token_id is not None:
+            query = query.filter(id=token_id)
+        ids = [str(i) for i in await query.values_list("id", flat=True)]
+        if ids:
+            await AuthToken.filter(id__in=ids, revoked_at=None).update(revoked_at=await db_now())
+
+        async def announce() -> None:
+            for revoked in ids:
+                await notices.publish_control("token_revoked", token_id=revoked)
+
+        on_commit(announce)
+    return ids
+
+
+async def logout(session: Session) -> None:
+    await revoke_tokens(str(session.user.id), token_id=session.token_id)
+
+
+async def live_sessions(user: User) -> list[AuthToken]:
+    """The user's tokens that still work, newest first."""
+    return await AuthToken.filter(user_id=user.id, revoked_at=None, expires_at__gt=await db_now()).order_by(
+        "-created_at", "-id"
+    )
+
+
+async def revoke_session(user: User, token_id: str) -> None:
+    """End one of the user's own sessions (NOT_FOUND for anyone else's or one already ended)."""
+    if not await revoke_tokens(str(user.id), token_id=parse_id(token_id, "session")):
+        raise NotFound("no such session")
+
+
+async def change_password(
+    session: Session, current_password: str, new_password: str, *, rules: AccountRules, address: str
+) -> tuple[Session, str]:
+    """Set a new password (the current one proven first); every token of the account ends but the new one."""
+    user = session.user
+    check_password_policy(new_password, rules.min_password_length, "newPassword")
+    # a stolen token must not become a way to guess the password: the login backoff counts these too
+    reserved = await rules.login_backoff.reserve(user.email, address)
+    if not await rules.passwords.verify(user.password_hash, current_password):
+        raise BadInput("currentPassword", "is not your current password")
+    await remember_owner_address(user.email, address, reserved)
+    return await set_password(user, await rules.passwords.hash(new_password), rules.token_ttl_seconds)
+
+
+async def set_password(user: User, password_hash: str, token_ttl_seconds: int) -> tuple[Session, str]:
+    async with write_transaction():
+        await User.filter(id=user.id).update(password_hash=password_hash)
+        await revoke_tokens(str(user.id))
+        user.password_hash = password_hash
+        return await issue_token(user, token_ttl_seconds)
 
 
 def bearer_token(header: object) -> str | None:

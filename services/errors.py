@@ -34,6 +34,10 @@ class PayloadTooLarge(ProofloopError):
 class RateLimited(ProofloopError):
     code = "RATE_LIMITED"
 
+    def __init__(self, message: str, retry_after_seconds: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
+
 
 class BadInput(ProofloopError):
     code = "BAD_USER_INPUT"

@@ -18,6 +18,7 @@ from services.db import on_commit
 log = logging.getLogger("proofloop.messaging")
 
 CHAIN_QUEUE = "chain"
+MAIL_QUEUE = "mail"  # its own queue: a slow SMTP server never delays a chain link
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Outgoing:
     actor_name: str
     args: tuple[object, ...]
     eta: datetime | None = None  # delivered no earlier than this (sender's clock)
+    queue_name: str = CHAIN_QUEUE
 
 
 def _send_all(messages: list[Outgoing]) -> None:
@@ -32,7 +34,7 @@ def _send_all(messages: list[Outgoing]) -> None:
     now = datetime.now(UTC)
     for out in messages:
         message: dramatiq.Message[object] = dramatiq.Message(
-            queue_name=CHAIN_QUEUE, actor_name=out.actor_name, args=out.args, kwargs={}, options={}
+            queue_name=out.queue_name, actor_name=out.actor_name, args=out.args, kwargs={}, options={}
         )
         delay_ms = int((out.eta - now).total_seconds() * 1000) if out.eta else 0
         broker.enqueue(message, delay=delay_ms if delay_ms > 0 else None)

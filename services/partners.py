@@ -10,17 +10,18 @@ from services.accounts import normalize_email
 from services.db import db_now, on_commit, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.ids import parse_id
+from services.mail import messages
+from services.mail.outbox import queue_mail
 
 _OPEN = (PartnershipStatus.INVITED, PartnershipStatus.ACTIVE)
 
 
-async def invite_partner(viewer: User, email: str) -> Partnership:
-    """Invite whoever owns `email` to watch the viewer.
+async def invite_partner(viewer: User, email: str, public_url: str) -> Partnership:
+    """Invite whoever owns `email` to watch the viewer, and mail that address.
 
-    Never reveals whether an account exists: the partnership is created the same way for a known and an
-    unknown address, with partner = null and the typed (lower-cased) email, and the answer is the same.
-    The invitee is matched by email when they list partnerships or respond; an address nobody owns yet
-    simply stays INVITED (and an account registered later with it may still accept).
+    Never reveals whether an account exists: the partnership and the mail are created the same way for a
+    known and an unknown address, with partner = null and the typed (lower-cased) email, and the answer is
+    the same. Only a verified account of that address may accept (an account registered later with it too).
     """
     email = normalize_email(email, "email")
     if email == viewer.email.lower():
@@ -33,9 +34,11 @@ async def invite_partner(viewer: User, email: str) -> Partnership:
         ).exists()
         if duplicate:
             raise Conflict("an invite to this address is already open or accepted")
-        return await Partnership.create(
+        row = await Partnership.create(
             user_id=viewer.id, invited_email=email, status=PartnershipStatus.INVITED
         )
+        await queue_mail(email, messages.partner_invite(public_url, viewer.display_name))
+        return row
 
 
 async def respond_to_invite(viewer: User, partnership_id: str, accept: bool) -> Partnership:
@@ -47,6 +50,9 @@ async def respond_to_invite(viewer: User, partnership_id: str, accept: bool) -> 
         if str(row.user_id) == str(viewer.id):
             raise Forbidden("only the invitee may respond to an invite")
         raise NotFound("no such partnership")
+    if accept and viewer.email_verified_at is None:
+        # the address is what the owner trusted: only someone who proved they read its mail may accept
+        raise Forbidden("verify your email address first: follow the link mailed to it, then accept")
     status = PartnershipStatus.ACTIVE if accept else PartnershipStatus.DECLINED
     async with write_transaction():
         now = await db_now()

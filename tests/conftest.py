@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database
+from tests.mailbox import Mailbox
 
 REDIS_URL = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -37,7 +38,14 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def service_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, str]:
+def mailbox() -> Iterator[Mailbox]:
+    """A real SMTP server in this process: every mail the workers send lands here."""
+    with Mailbox() as box:
+        yield box
+
+
+@pytest.fixture(scope="session")
+def service_env(database_url: str, redis_url: str, data_dir: Path, mailbox: Mailbox) -> dict[str, str]:
     """The settings every process of this run shares."""
     return {
         "PROOFLOOP_DATABASE_URL": database_url,
@@ -48,6 +56,12 @@ def service_env(database_url: str, redis_url: str, data_dir: Path) -> dict[str, 
         "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
         "PROOFLOOP_SECRET_KEY": "test-secret-key",
         "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),  # never a fixed port another run holds
+        "PROOFLOOP_SMTP_URL": mailbox.url,
+        "PROOFLOOP_PUBLIC_URL": "http://app.test",
+        # every test registers from 127.0.0.1: the per-address limit has its own test
+        "PROOFLOOP_AUTH_ADDRESS_ATTEMPTS": "100000",
+        "PROOFLOOP_MAIL_REQUESTS_PER_HOUR": "1000",
+        "PROOFLOOP_MAIL_SWEEP_SECONDS": "1",
     }
 
 
@@ -65,6 +79,7 @@ def worker(service_env: dict[str, str], server: ServerProcess) -> Iterator[Worke
 
 
 @pytest.fixture
-async def api(server: ServerProcess) -> AsyncIterator[ApiClient]:
-    async with ApiClient(server.url) as client:
+async def api(server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox) -> AsyncIterator[ApiClient]:
+    """A client of the run's API; the worker delivers mail (verification links) to `mailbox`."""
+    async with ApiClient(server.url, mailbox) as client:
         yield client

@@ -15,12 +15,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from gql import Client, GraphQLRequest
 from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
+
+if TYPE_CHECKING:
+    from tests.mailbox import Mailbox
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -190,8 +193,9 @@ class GraphQLFailure(Exception):
 class ApiClient:
     """Runs GraphQL documents against the server over real HTTP with gql, as a given user."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, mailbox: Mailbox | None = None) -> None:
         self.url = url
+        self.mailbox = mailbox
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -208,8 +212,9 @@ class ApiClient:
         *,
         token: str | None = None,
         upload_files: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
         transport = AIOHTTPTransport(url=f"{self.url}/graphql", headers=headers)
         async with Client(transport=transport, fetch_schema_from_transport=False) as session:
             request = GraphQLRequest(document, variable_values=variables)
@@ -229,6 +234,21 @@ class ApiClient:
             {"e": f"{name}@example.com", "p": "correct horse battery", "n": name, "tz": timezone},
         )
         return data["register"]["token"], data["register"]["user"]
+
+    async def verify_email(self, email: str) -> None:
+        """Follow the verification link mailed to `email` (the worker delivers it to the test's mailbox)."""
+        from tests.mailbox import mailed_token
+
+        assert self.mailbox is not None, "this client has no mailbox to read the link from"
+        mail = await self.mailbox.wait_for(email, "Confirm your email")
+        await self.execute(
+            "mutation($t: String!) { verifyEmail(token: $t) { id } }", {"t": mailed_token(mail)}
+        )
+
+    async def register_verified(self, name: str | None = None) -> tuple[str, dict[str, Any]]:
+        token, user = await self.register(name)
+        await self.verify_email(user["email"])
+        return token, user
 
 
 # Proofs, partners and reviews: tasks whose window is open now, partner pairs, and file uploads.
@@ -282,7 +302,7 @@ async def create_open_task(
 async def partner_pair(api: ApiClient) -> tuple[str, str, str, str]:
     """An owner and an ACTIVE partner watching them: (owner token, owner id, partner token, partner id)."""
     owner_token, owner = await api.register()
-    partner_token, partner = await api.register()
+    partner_token, partner = await api.register_verified()
     invite = await api.execute(
         "mutation($e: String!) { invitePartner(email: $e) { id } }",
         {"e": partner["email"]},

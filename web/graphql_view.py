@@ -35,6 +35,7 @@ from strawberry.types.unset import UnsetType
 from realtime.hub import running_hub
 from schema.context import Context
 from services.errors import Unauthenticated
+from services.passwords import PasswordHashing
 from settings import Settings
 from web.graphiql import graphiql_page
 from web.origins import AllowedOrigins
@@ -111,6 +112,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
     def __init__(
         self,
         settings: Settings,
+        passwords: PasswordHashing,
         *,
         origins: AllowedOrigins,
         trusted_documents: TrustedDocuments,
@@ -118,6 +120,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
     ) -> None:
         super().__init__(keep_alive=True, keep_alive_interval=settings.stream_heartbeat_seconds, **kwargs)
         self.settings = settings
+        self.passwords = passwords
         self.origins = origins
         self.trusted_documents = trusted_documents
 
@@ -267,7 +270,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         return self.origins.allows(origin)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
-        return Context(request=request, response=response, settings=self.settings)
+        return Context(request=request, response=response, settings=self.settings, passwords=self.passwords)
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """Authenticate the socket from connection_init {"Authorization": "Bearer <token>"}: 4403 if not."""
@@ -279,5 +282,5 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             raise ConnectionRejectionError({"message": "a valid bearer token is required"}) from None
         hub = running_hub()
         if hub is not None and isinstance(context.request, WebSocket):
-            hub.track_socket(session.token_id, context.request)  # logout closes it
+            hub.track_socket(session.token_id, context.request, session.expires_at)  # logout/expiry close it
         return await super().on_ws_connect(context)

@@ -1,6 +1,7 @@
 """GET /media/{verification_id}: a proof's metadata-free copy or thumbnail, for its owner and active partners.
 
-Access is decided at request time from a signed link (`viewer`, `exp`, `sig`) or a bearer header: the
+Access is decided at request time from a signed link (`viewer`, `session`, `exp`, `sig`; the token it was
+issued to must still be live) or a bearer header: the
 viewer must still be the owner or an ACTIVE partner. Everyone else, and every bad or expired
 signature, gets the same 404, so a link never tells whether the proof exists.
 """
@@ -13,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 
 from models import Verification
-from services.accounts import authenticate, bearer_token
+from services.accounts import authenticate, bearer_token, token_is_live
 from services.errors import Unauthenticated
 from services.ids import is_uuid
 from services.media_links import link_is_valid
@@ -46,10 +47,14 @@ async def _viewer_id(request: Request, settings: Settings, verification_id: str,
         return str(session.user.id)
     params = request.query_params
     viewer, expires, sig = params.get("viewer"), params.get("exp", ""), params.get("sig")
-    if viewer is None or sig is None or not expires.isdigit():
+    token_id = params.get("session", "")
+    if viewer is None or sig is None or not expires.isdigit() or not is_uuid(token_id):
         return None
     secret = settings.resolved_secret_key
-    return viewer if link_is_valid(secret, verification_id, viewer, kind, int(expires), sig) else None
+    if not link_is_valid(secret, verification_id, viewer, kind, token_id, int(expires), sig):
+        return None
+    # the link dies with the token it was issued to (logout, password change, expiry)
+    return viewer if await token_is_live(token_id) else None
 
 
 def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response]]:

@@ -22,10 +22,17 @@ class User:
     def timezone(self) -> str:
         return self.row.timezone
 
+    async def _is_self(self, info: Info) -> bool:
+        session = await info.context.session_or_none()
+        return session is not None and str(session.user.id) == str(self.row.id)
+
     @strawberry.field(description="only on yourself")
     async def email(self, info: Info) -> str | None:
-        viewer = await info.context.viewer()
-        return self.row.email if viewer.id == self.row.id else None
+        return self.row.email if await self._is_self(info) else None
+
+    @strawberry.field(description="only on yourself")
+    async def email_verified(self, info: Info) -> bool | None:
+        return self.row.email_verified_at is not None if await self._is_self(info) else None
 
 
 @strawberry.type

@@ -70,11 +70,13 @@ class Verification:
     async def _media_link(self, info: Info, kind: str, digest: str | None) -> str | None:
         if digest is None or not await self._may_see_media(info):
             return None
-        viewer = await info.context.viewer()
+        session = await info.context.authenticate()
         settings = info.context.settings
-        link = media_url(settings.resolved_secret_key, str(self.row.id), str(viewer.id), kind)
+        link = media_url(
+            settings.resolved_secret_key, str(self.row.id), str(session.user.id), kind, session.token_id
+        )
         # absolute when the API's public address is known: a frontend on another origin needs no guess
-        return f"{settings.public_url.rstrip('/')}{link}" if settings.public_url else link
+        return f"{settings.api_url.rstrip('/')}{link}" if settings.api_url else link
 
     @strawberry.field(
         description="PHOTO/VIDEO: signed, expires within minutes; owner and active partners only"

@@ -102,7 +102,7 @@ async def test_document_errors_are_validation_failures(api: ApiClient) -> None:
 
 
 async def test_repeated_failed_logins_are_rate_limited(service_env: dict[str, str]) -> None:
-    env = {**service_env, "PROOFLOOP_LOGIN_ATTEMPTS": "3"}
+    env = {**service_env, "PROOFLOOP_LOGIN_ATTEMPTS": "3", "PROOFLOOP_LOGIN_BACKOFF_SECONDS": "60"}
     with ServerProcess(env, port=free_port()) as server:
         async with ApiClient(server.url) as api:
             _, user = await api.register()
@@ -112,9 +112,10 @@ async def test_repeated_failed_logins_are_rate_limited(service_env: dict[str, st
                 with pytest.raises(GraphQLFailure) as failure:
                     await api.execute(login, {"e": user["email"], "p": "not the password"})
                 assert failure.value.code == "UNAUTHENTICATED"
-            with pytest.raises(GraphQLFailure) as limited:  # even the right password, for the window
+            with pytest.raises(GraphQLFailure) as limited:  # even the right password waits its turn
                 await api.execute(login, {"e": user["email"], "p": "correct horse battery"})
             assert limited.value.code == "RATE_LIMITED"
+            assert 0 < limited.value.errors[0]["extensions"]["retryAfterSeconds"] <= 60
             assert (await api.execute(login, {"e": other["email"], "p": "correct horse battery"}))["login"][
                 "token"
             ]

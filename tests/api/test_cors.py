@@ -1,6 +1,6 @@
 """Browsers on other origins: one origin rule for HTTP CORS and websocket handshakes, any localhost port in
 dev, configured origins normalized, common client and tracing headers allowed, absolute media links with
-PROOFLOOP_PUBLIC_URL.
+PROOFLOOP_API_URL.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from websockets.exceptions import InvalidStatus
 from tests.harness import ApiClient, ServerProcess, create_open_task, file_var, free_port, upload
 from tests.media_factory import photo
 
-PUBLIC_URL = "https://api.proofloop.example"
+API_URL = "https://api.proofloop.example"
 CONFIGURED = "https://App.Example.com:443/"  # written with a trailing slash and odd case
 UNMATCHABLE = "https://app.example.com/frontend"
 TRACING_HEADERS = "authorization, content-type, apollographql-client-name, sentry-trace, baggage, traceparent"
@@ -28,7 +28,7 @@ def dev_api(service_env: dict[str, str]) -> Iterator[ServerProcess]:
         "PROOFLOOP_ENV": "dev",
         "PROOFLOOP_CORS_ORIGINS": f"{CONFIGURED},{UNMATCHABLE}",
         "PROOFLOOP_CORS_ALLOWED_HEADERS": "x-tenant",
-        "PROOFLOOP_PUBLIC_URL": PUBLIC_URL + "/",
+        "PROOFLOOP_API_URL": API_URL + "/",
     }
     with ServerProcess(env, port=free_port()) as proc:
         yield proc
@@ -82,7 +82,7 @@ def test_production_allows_no_localhost(server: ServerProcess) -> None:
     assert "access-control-allow-origin" not in preflight(server, "http://localhost:3000").headers
 
 
-async def test_media_links_are_absolute_with_a_public_url(dev_api: ServerProcess) -> None:
+async def test_media_links_are_absolute_with_an_api_url(dev_api: ServerProcess) -> None:
     async with ApiClient(dev_api.url) as api:
         token, _ = await api.register()
         _, instance_id = await create_open_task(api, token, "PHOTO")
@@ -93,7 +93,7 @@ async def test_media_links_are_absolute_with_a_public_url(dev_api: ServerProcess
             token=token,
         )
     for url in proof["submitPhoto"].values():
-        assert url.startswith(f"{PUBLIC_URL}/media/"), url
-        local = url.replace(PUBLIC_URL, dev_api.url)
+        assert url.startswith(f"{API_URL}/media/"), url
+        local = url.replace(API_URL, dev_api.url)
         async with httpx.AsyncClient() as http:
             assert (await http.get(local)).status_code == 200

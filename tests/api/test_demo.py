@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import httpx
 import pytest
 
 from demo import run_demo
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, WorkerProcess
+from tests.mailbox import Mailbox, mailed_token
 
 EVENTS = "query($user: ID) { events(userId: $user, first: 100) { type taskTitle } }"
 ME = "{ me { id } }"
@@ -31,9 +33,15 @@ def as_user(
 
 
 def test_demo_produces_events_the_partner_sees(
-    server: ServerProcess, capsys: pytest.CaptureFixture[str]
+    server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert run_demo(server.url, duration=4) == 0
+    def mailed_token_of(email: str) -> str:
+        deadline = time.monotonic() + 30
+        while not mailbox.to(email, "Confirm your email") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return mailed_token(mailbox.to(email, "Confirm your email")[-1])
+
+    assert run_demo(server.url, duration=4, mailed_token=mailed_token_of) == 0
 
     out = capsys.readouterr().out
     alice_token, bob_token = re.findall(r"token: (\S+)", out)

@@ -29,7 +29,7 @@ async def test_partner_feed_prints_a_missed_instance(
 ) -> None:
     alice_token, _ = await api.register(f"alice-{uuid.uuid4().hex[:6]}")
     bob_name = f"bob-{uuid.uuid4().hex[:6]}"
-    bob_token, bob = await api.register(bob_name)
+    bob_token, bob = await api.register_verified(bob_name)
     invite = await api.execute(INVITE, {"e": bob["email"]}, token=alice_token)
     await api.execute(ACCEPT, {"id": invite["invitePartner"]["id"]}, token=bob_token)
 

@@ -18,6 +18,7 @@ import pytest
 
 from tests.api.test_live import make_partners, start_missing_task, wait_for_history
 from tests.harness import ROOT, ApiClient, ServerProcess, WorkerProcess, free_port
+from tests.mailbox import Mailbox
 
 CLIENTS = ROOT / "tests" / "clients"
 SUBSCRIBE = """subscription($userId: ID, $after: ID) {
@@ -148,9 +149,9 @@ async def history_after(api: ApiClient, token: str, after: str) -> list[str]:
 
 @needs_node
 async def test_sse_delivers_resumes_without_gap_and_stops_on_logout(
-    streams_api: ServerProcess, worker: WorkerProcess
+    streams_api: ServerProcess, worker: WorkerProcess, mailbox: Mailbox
 ) -> None:
-    async with ApiClient(streams_api.url) as api:
+    async with ApiClient(streams_api.url, mailbox) as api:
         owner_token, _ = await api.register()
         partner_token, partner = await api.register()
         await make_partners(api, owner_token, partner_token, partner["email"])
@@ -202,9 +203,9 @@ async def test_sse_sends_heartbeats(streams_api: ServerProcess) -> None:
 
 
 async def test_multipart_delivers_resumes_and_stops_when_the_partnership_ends(
-    streams_api: ServerProcess, worker: WorkerProcess
+    streams_api: ServerProcess, worker: WorkerProcess, mailbox: Mailbox
 ) -> None:
-    async with ApiClient(streams_api.url) as api:
+    async with ApiClient(streams_api.url, mailbox) as api:
         owner_token, owner = await api.register()
         partner_token, partner = await api.register()
         partnership_id = await make_partners(api, owner_token, partner_token, partner["email"])

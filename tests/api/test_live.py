@@ -22,6 +22,7 @@ from gql.transport.websockets import WebsocketsTransport
 from websockets.exceptions import ConnectionClosed
 
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
+from tests.mailbox import Mailbox
 
 SUBSCRIBE = """subscription($userId: ID, $taskId: ID, $after: ID) {
   verificationEvents(userId: $userId, taskId: $taskId, after: $after) {
@@ -116,7 +117,9 @@ def api_b(service_env: dict[str, str]) -> Iterator[ServerProcess]:
 
 
 async def make_partners(api: ApiClient, user_token: str, partner_token: str, partner_email: str) -> str:
-    """An ACTIVE partnership: the user invites the partner by email, the partner accepts."""
+    """An ACTIVE partnership: the user invites the partner by email, the partner verifies it and accepts."""
+    if not (await api.execute("{ me { emailVerified } }", token=partner_token))["me"]["emailVerified"]:
+        await api.verify_email(partner_email)
     invited = await api.execute(
         "mutation($e: String!) { invitePartner(email: $e) { id } }", {"e": partner_email}, token=user_token
     )
@@ -179,9 +182,9 @@ def strictly_increasing(ids: list[str]) -> bool:
 
 
 async def test_partner_on_another_process_receives_the_workers_events_in_order(
-    api_a: ServerProcess, api_b: ServerProcess, worker: WorkerProcess
+    api_a: ServerProcess, api_b: ServerProcess, worker: WorkerProcess, mailbox: Mailbox
 ) -> None:
-    async with ApiClient(api_a.url) as api:
+    async with ApiClient(api_a.url, mailbox) as api:
         owner_token, owner = await api.register()
         partner_token, partner = await api.register()
         stranger_token, _ = await api.register()
@@ -249,9 +252,9 @@ async def test_subscribing_to_a_user_you_do_not_partner_for_is_not_found(api_b: 
 
 
 async def test_removing_the_partnership_stops_delivery_at_once(
-    api_a: ServerProcess, api_b: ServerProcess, worker: WorkerProcess
+    api_a: ServerProcess, api_b: ServerProcess, worker: WorkerProcess, mailbox: Mailbox
 ) -> None:
-    async with ApiClient(api_a.url) as api:
+    async with ApiClient(api_a.url, mailbox) as api:
         owner_token, owner = await api.register()
         partner_token, partner = await api.register()
         partnership_id = await make_partners(api, owner_token, partner_token, partner["email"])

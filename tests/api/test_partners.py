@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.harness import ApiClient, GraphQLFailure, create_open_task
+from tests.mailbox import html_of, text_of
 
 FIELDS = "id status invitedEmail createdAt user { id } partner { id displayName }"
 INVITE = f"mutation($e: String!) {{ invitePartner(email: $e) {{ {FIELDS} }} }}"
@@ -41,7 +42,7 @@ async def expect_code(api: ApiClient, document: str, variables: dict[str, Any], 
 
 async def test_invite_accept_and_both_directions(api: ApiClient) -> None:
     owner_token, owner = await api.register()
-    partner_token, partner = await api.register()
+    partner_token, partner = await api.register_verified()
     invited = await invite(api, owner_token, partner["email"].upper())
     assert invited["status"] == "INVITED"
     assert invited["partner"] is None
@@ -69,8 +70,8 @@ async def test_unknown_email_looks_exactly_like_a_known_one(api: ApiClient) -> N
         shapes.append({k: v for k, v in row.items() if k not in ("id", "invitedEmail", "createdAt")})
     assert shapes[0] == shapes[1]
 
-    # whoever registers the address later finds the invite waiting
-    later_token, later = await api.register(unknown.split("@")[0])
+    # whoever registers the address later (and proves it is theirs) finds the invite waiting
+    later_token, later = await api.register_verified(unknown.split("@")[0])
     waiting = await partnerships(api, later_token)
     assert [p["status"] for p in waiting] == ["INVITED"]
     assert (await respond(api, later_token, waiting[0]["id"], True))["partner"]["id"] == later["id"]
@@ -89,7 +90,7 @@ async def test_invite_rules(api: ApiClient) -> None:
 
 async def test_only_the_invitee_answers_and_only_once(api: ApiClient) -> None:
     owner_token, _ = await api.register()
-    partner_token, partner = await api.register()
+    partner_token, partner = await api.register_verified()
     stranger_token, _ = await api.register()
     row = await invite(api, owner_token, partner["email"])
     variables = {"id": row["id"], "a": True}
@@ -107,7 +108,7 @@ async def test_only_the_invitee_answers_and_only_once(api: ApiClient) -> None:
 @pytest.mark.parametrize("side", ["user", "partner"])
 async def test_either_side_removes_and_access_ends(api: ApiClient, side: str) -> None:
     owner_token, _ = await api.register()
-    partner_token, partner = await api.register()
+    partner_token, partner = await api.register_verified()
     stranger_token, _ = await api.register()
     task_id, _ = await create_open_task(api, owner_token, "PHOTO")
     row = await invite(api, owner_token, partner["email"])
@@ -129,3 +130,53 @@ async def test_partnerships_are_newest_first(api: ApiClient) -> None:
     emails = [f"p{i}-{uuid.uuid4().hex[:6]}@example.com" for i in range(3)]
     ids = [(await invite(api, token, email))["id"] for email in emails]
     assert [p["id"] for p in await partnerships(api, token)] == ids[::-1]
+
+
+async def test_registering_an_invited_address_does_not_take_the_invite(api: ApiClient) -> None:
+    """The takeover: an owner invites an address with no account; someone else registers it first."""
+    owner_token, _ = await api.register("owner")
+    await create_open_task(api, owner_token, "PHOTO")
+    invited = f"victim-{uuid.uuid4().hex[:8]}@example.com"
+    row = await invite(api, owner_token, invited)
+    assert api.mailbox is not None
+    mail = await api.mailbox.wait_for(invited, "invited you")  # the address itself is told
+    assert "owner" in text_of(mail) and "owner" in html_of(mail)
+
+    attacker_token, _ = await api.register(invited.split("@")[0])  # never sees the mail sent there
+    with pytest.raises(GraphQLFailure) as failure:
+        await respond(api, attacker_token, row["id"], True)
+    assert failure.value.code == "FORBIDDEN"
+    assert "verify your email" in failure.value.message
+    assert (await api.execute("{ tasks { edges { node { id } } } }", token=attacker_token))["tasks"][
+        "edges"
+    ] == []
+
+    # the one who reads the address's mail verifies it, then accepts
+    await api.verify_email(invited)
+    assert (await respond(api, attacker_token, row["id"], True))["status"] == "ACTIVE"
+
+
+async def test_declining_needs_no_verification(api: ApiClient) -> None:
+    owner_token, _ = await api.register()
+    _, partner = await api.register()
+    partner_token = (
+        await api.execute(
+            'mutation($e: String!) { login(email: $e, password: "correct horse battery") { token } }',
+            {"e": partner["email"]},
+        )
+    )["login"]["token"]
+    row = await invite(api, owner_token, partner["email"])
+    assert (await respond(api, partner_token, row["id"], False))["status"] == "DECLINED"
+
+
+async def test_invite_mail_is_the_same_for_known_and_unknown_addresses(api: ApiClient) -> None:
+    token, _ = await api.register("inviter")
+    _, known = await api.register()
+    unknown = f"nobody-{uuid.uuid4().hex[:8]}@example.com"
+    assert api.mailbox is not None
+    mails = []
+    for email in (known["email"], unknown):
+        await invite(api, token, email)
+        mails.append(await api.mailbox.wait_for(email, "invited you"))
+    assert [str(m["Subject"]) for m in mails] == [str(mails[0]["Subject"])] * 2
+    assert text_of(mails[0]) == text_of(mails[1])

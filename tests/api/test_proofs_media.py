@@ -138,16 +138,41 @@ async def test_expired_or_forged_links_are_not_found(api: ApiClient) -> None:
     token, user = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     proof = await submit_photo(api, token, instance_id, media_factory.photo(61))
-    expired = media_url(SECRET, proof["id"], user["id"], "media", ttl_seconds=-5)
+    query = parse_qs(urlparse(proof["mediaUrl"]).query)
+    expired = media_url(SECRET, proof["id"], user["id"], "media", query["session"][0], ttl_seconds=-5)
     assert (await fetch(api, expired)).status_code == 404
 
-    query = parse_qs(urlparse(proof["mediaUrl"]).query)
     forged_sig = "0" * len(query["sig"][0])
     forged = proof["mediaUrl"].replace(query["sig"][0], forged_sig)
     assert (await fetch(api, forged)).status_code == 404
     other_kind = proof["mediaUrl"].replace("kind=media", "kind=thumbnail")  # the signature covers the kind
     assert (await fetch(api, other_kind)).status_code == 404
     assert (await fetch(api, proof["mediaUrl"])).status_code == 200
+
+
+async def test_logout_and_password_change_kill_the_links_issued_to_that_token(api: ApiClient) -> None:
+    token, user = await api.register()
+    _, instance_id = await create_open_task(api, token, "PHOTO")
+    proof = await submit_photo(api, token, instance_id, media_factory.photo(62))
+    login = 'mutation($e: String!) { login(email: $e, password: "correct horse battery") { token } }'
+    second = (await api.execute(login, {"e": user["email"]}))["login"]["token"]
+    again = await api.execute(
+        "query($id: ID!) { instance(id: $id) { verifications { mediaUrl } } }",
+        {"id": instance_id},
+        token=second,
+    )
+    second_link = again["instance"]["verifications"][0]["mediaUrl"]
+    assert (await fetch(api, proof["mediaUrl"])).status_code == 200
+
+    await api.execute("mutation { logout }", token=token)
+    assert (await fetch(api, proof["mediaUrl"])).status_code == 404  # issued to the token just revoked
+    assert (await fetch(api, second_link)).status_code == 200  # another session's link lives on
+    await api.execute(
+        """mutation { changePassword(currentPassword: "correct horse battery",
+             newPassword: "a brand new passphrase") { token } }""",
+        token=second,
+    )
+    assert (await fetch(api, second_link)).status_code == 404
 
 
 async def test_video_is_accepted_and_a_short_one_is_too_short(api: ApiClient) -> None:

@@ -103,7 +103,7 @@ async def test_reject_and_who_may_decide(api: ApiClient) -> None:
 
 async def test_first_decision_wins(api: ApiClient) -> None:
     owner_token, _, first_token, _ = await partner_pair(api)
-    second_token, second = await api.register()
+    second_token, second = await api.register_verified()
     invite = await api.execute(
         "mutation($e: String!) { invitePartner(email: $e) { id } }", {"e": second["email"]}, token=owner_token
     )

@@ -52,6 +52,16 @@ def test_services_reach_postgres_and_redis_with_a_required_secret() -> None:
     assert SERVICES["redis"]["image"].startswith("redis:7")
 
 
+def test_mail_goes_to_the_mailpit_service() -> None:
+    mailpit = SERVICES["mailpit"]
+    assert mailpit["image"].startswith("axllent/mailpit")
+    assert any(str(port).endswith(":8025") for port in mailpit["ports"])
+    for name in ("api", "worker"):
+        smtp = SERVICES[name]["environment"]["PROOFLOOP_SMTP_URL"]
+        assert "smtp://mailpit:1025" in smtp
+    assert SERVICES["worker"]["depends_on"]["mailpit"]["condition"] == "service_healthy"
+
+
 def test_api_scales_with_no_fixed_name_or_host_port() -> None:
     api = SERVICES["api"]
     assert "container_name" not in api

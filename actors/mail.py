@@ -1,0 +1,27 @@
+"""mail.deliver: one outbox row over SMTP (or to an .eml file); Dramatiq retries with backoff."""
+
+from __future__ import annotations
+
+import dramatiq
+
+from services.mail.delivery import deliver
+from services.mail.outbox import DELIVER_ACTOR
+from services.messaging import MAIL_QUEUE
+from settings import get_settings
+
+# about two days of retries: 10 s, 20 s, 40 s, … capped at an hour
+MAX_RETRIES = 50
+MIN_BACKOFF_MS = 10_000
+MAX_BACKOFF_MS = 3_600_000
+
+
+@dramatiq.actor(
+    actor_name=DELIVER_ACTOR,
+    queue_name=MAIL_QUEUE,
+    max_retries=MAX_RETRIES,
+    min_backoff=MIN_BACKOFF_MS,
+    max_backoff=MAX_BACKOFF_MS,
+)
+async def deliver_mail(mail_id: str) -> None:
+    settings = get_settings()
+    await deliver(mail_id, smtp_url=settings.smtp_url, sender=settings.mail_from, mail_dir=settings.mail_dir)

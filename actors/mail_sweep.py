@@ -1,0 +1,43 @@
+"""A worker middleware that, every PROOFLOOP_MAIL_SWEEP_SECONDS, resends mail whose message never left."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from typing import Any
+
+from dramatiq.asyncio import get_event_loop_thread
+from dramatiq.middleware import Middleware
+
+from services.mail.outbox import resend_stranded_mail
+from settings import Settings
+
+log = logging.getLogger("proofloop.mail")
+
+
+class MailSweep(Middleware):
+    """Runs on the worker's event loop, after the database is open (added after WorkerResources)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.interval = settings.mail_sweep_seconds
+        self.sweeping: concurrent.futures.Future[None] | None = None
+
+    def after_worker_boot(self, broker: Any, worker: Any) -> None:
+        loop_thread = get_event_loop_thread()
+        if loop_thread is not None:
+            self.sweeping = asyncio.run_coroutine_threadsafe(self._sweep(), loop_thread.loop)
+
+    async def _sweep(self) -> None:
+        while True:
+            try:
+                if resent := await resend_stranded_mail():
+                    log.info("resent %d mail messages that never left", resent)
+            except Exception:
+                log.exception("mail sweep failed; retrying on the next one")
+            await asyncio.sleep(self.interval)
+
+    def before_worker_shutdown(self, broker: Any, worker: Any) -> None:
+        if self.sweeping is not None:
+            self.sweeping.cancel()
+            concurrent.futures.wait([self.sweeping], timeout=5)

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from models import AuthToken
+
+
+@strawberry.type(description="a signed-in device: one bearer token (never shown again after sign-in)")
+class Session:
+    row: strawberry.Private[AuthToken]
+    current_id: strawberry.Private[str]
+
+    @strawberry.field
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(str(self.row.id))
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+    @strawberry.field(description="sliding: every use extends it")
+    def expires_at(self) -> datetime:
+        return self.row.expires_at
+
+    @strawberry.field(description="the token that made this request")
+    def current(self) -> bool:
+        return str(self.row.id) == self.current_id
