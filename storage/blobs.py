@@ -19,10 +19,14 @@ class BlobStore:
 
     def put(self, data: bytes) -> str:
         """Store `data` and return its sha256 hex digest."""
+        return self.put_new(data)[0]
+
+    def put_new(self, data: bytes) -> tuple[str, bool]:
+        """Store `data`: its sha256 hex digest, and whether this call created the file (else it was there)."""
         digest = hashlib.sha256(data).hexdigest()
         target = self.path(digest)
-        if target.exists():
-            return digest
+        if target.is_file():
+            return digest, False
         target.parent.mkdir(parents=True, exist_ok=True)
         # Write beside the target then rename: readers never see a half-written blob.
         fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
@@ -35,7 +39,11 @@ class BlobStore:
         except BaseException:
             Path(temp_name).unlink(missing_ok=True)
             raise
-        return digest
+        return digest, True
+
+    def remove(self, digest: str) -> None:
+        """Delete a blob; nothing happens when it is not there."""
+        self.path(digest).unlink(missing_ok=True)
 
     def path(self, digest: str) -> Path:
         """Where a blob lives; refuses anything but 64 lowercase hex characters (no path tricks)."""

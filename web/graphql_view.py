@@ -13,6 +13,7 @@ from strawberry.types.unset import UnsetType
 
 from realtime.hub import running_hub
 from schema.context import Context
+from services.decode_gate import DecodeGate
 from services.errors import Unauthenticated
 from settings import Settings
 from web.graphiql import graphiql_page
@@ -22,6 +23,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
     def __init__(self, settings: Settings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.settings = settings
+        # one per process: every request's media decodes share it
+        self.decode_gate = DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue)
 
     @property
     def graphql_ide_html(self) -> str:
@@ -29,7 +32,9 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         return graphiql_page()
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
-        return Context(request=request, response=response, settings=self.settings)
+        return Context(
+            request=request, response=response, settings=self.settings, decode_gate=self.decode_gate
+        )
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """Authenticate the socket from connection_init {"Authorization": "Bearer <token>"}: 4403 if not."""
