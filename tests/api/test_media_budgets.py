@@ -310,3 +310,25 @@ async def test_a_body_trickling_in_across_closes_at_is_judged_at_its_arrival(
     assert datetime.now(UTC) > closes_at  # the body did finish after the window closed
     proof = response.json()["data"]["submitPhoto"]
     assert (proof["status"], proof["reason"], proof["instance"]["status"]) == ("ACCEPTED", None, "VERIFIED")
+
+
+async def test_a_proof_that_loses_the_race_leaves_no_files(api: ApiClient, data_dir: Path) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "PHOTO")
+    photos = [media_factory.photo(160 + i, size=(800, 600)) for i in range(3)]
+    before = media_files(data_dir)
+
+    async def send(data: bytes) -> str:
+        try:
+            return str((await submit_photo(api, token, instance_id, data))["status"])
+        except GraphQLFailure as failure:
+            return failure.code
+
+    outcomes = await asyncio.gather(*(send(p) for p in photos))
+    assert sorted(outcomes) == ["ACCEPTED", "CONFLICT", "CONFLICT"], outcomes
+    winner = photos[outcomes.index("ACCEPTED")]
+    facts = inspect_photo(winner, owner_timezone="UTC")
+    kept = {hashlib.sha256(blob).hexdigest() for blob in (facts.clean, facts.thumbnail)}
+    assert {p.name for p in media_files(data_dir) - before} == kept  # the losers' files are gone
+    rows = (await verifications_of(api, token, instance_id))["verifications"]
+    assert len(rows) == 1
