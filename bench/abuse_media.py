@@ -90,13 +90,18 @@ async def attempt(api: ApiClient, document: str, variables: dict[str, object], t
     return f"{proof['status']} {proof['reason'] or ''}".strip()
 
 
+def open_for_an_hour() -> dict[str, object]:
+    """A window open from half an hour ago to half an hour from now: setting up the attacks takes minutes."""
+    return open_schedule(starts_in_seconds=1800, window_seconds=3600)
+
+
 async def scenario(env: BenchEnv) -> None:
     with ServerProcess(env.child_env({"PROOFLOOP_MIN_INTERVAL_SECONDS": "1"}), port=free_port()) as server:
         api = ApiClient(server.url)
         token, _ = await api.register()
 
         async def photo_task() -> str:
-            return (await create_open_task(api, token, "PHOTO"))[1]
+            return (await create_open_task(api, token, "PHOTO", schedule=open_for_an_hour()))[1]
 
         async def ordinary() -> str:
             instance = await photo_task()
@@ -136,7 +141,11 @@ async def scenario(env: BenchEnv) -> None:
             return await attempt(api, SUBMIT_VIDEO, {"id": late, "v": file_var(heavy)}, token)
 
         patched = media_factory.matroska_with_duration(media_factory.clip(2, seed=4), claimed_seconds=1800)
-        long_task = (await create_open_task(api, token, "VIDEO", video={"minDurationSeconds": 1200}))[1]
+        long_task = (
+            await create_open_task(
+                api, token, "VIDEO", schedule=open_for_an_hour(), video={"minDurationSeconds": 1200}
+            )
+        )[1]
 
         async def patched_duration() -> str:
             return await attempt(api, SUBMIT_VIDEO, {"id": long_task, "v": file_var(patched, "c.mkv")}, token)

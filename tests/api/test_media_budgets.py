@@ -28,6 +28,7 @@ from tests.harness import (
     free_port,
     migrated_database,
     open_schedule,
+    run_cli,
     upload,
 )
 from verification.photo import inspect_photo
@@ -53,6 +54,31 @@ def webp_bomb() -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (6400, 6250), (10, 20, 30)).save(out, "WEBP", lossless=True)
     return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
+    """The embedded default: a SQLite file and an embedded Redis under a data dir of its own."""
+    data_dir = tmp_path_factory.mktemp("embedded-media")
+    env = {
+        "PROOFLOOP_DATA_DIR": str(data_dir),
+        "PROOFLOOP_SECRET_KEY": "test-secret-key",
+        "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
+    }
+    run_cli(["migrate"], env)
+    with ServerProcess(env, port=free_port()) as proc:
+        yield proc, data_dir
+
+
+@pytest.fixture(params=["postgres", "embedded"])
+def deployment(
+    request: pytest.FixtureRequest, server: ServerProcess, data_dir: Path
+) -> tuple[ApiClient, ServerProcess, Path]:
+    """The attack's target: the PostgreSQL + Redis server of the run, or the embedded default."""
+    if request.param == "postgres":
+        return ApiClient(server.url), server, data_dir
+    embedded, embedded_dir = request.getfixturevalue("embedded_server")
+    return ApiClient(embedded.url), embedded, embedded_dir
 
 
 async def verifications_of(api: ApiClient, token: str, instance_id: str) -> dict[str, Any]:
@@ -91,8 +117,9 @@ async def test_ten_upload_aliases_are_refused_before_anything_is_decoded(
 
 
 async def test_webp_bombs_are_refused_from_the_header_within_the_memory_budget(
-    api: ApiClient, server: ServerProcess, data_dir: Path
+    deployment: tuple[ApiClient, ServerProcess, Path],
 ) -> None:
+    api, server, data_dir = deployment
     bomb = webp_bomb()
     assert len(bomb) < 4096
     token, _ = await api.register()
@@ -169,8 +196,9 @@ async def test_sei_user_data_does_not_reach_the_partners_copy(api: ApiClient) ->
 
 
 async def test_a_failed_thumbnail_write_leaves_no_clean_copy_and_no_row(
-    api: ApiClient, data_dir: Path
+    deployment: tuple[ApiClient, ServerProcess, Path],
 ) -> None:
+    api, _, data_dir = deployment
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     data = media_factory.photo(113)
@@ -312,7 +340,10 @@ async def test_a_body_trickling_in_across_closes_at_is_judged_at_its_arrival(
     assert (proof["status"], proof["reason"], proof["instance"]["status"]) == ("ACCEPTED", None, "VERIFIED")
 
 
-async def test_a_proof_that_loses_the_race_leaves_no_files(api: ApiClient, data_dir: Path) -> None:
+async def test_a_proof_that_loses_the_race_leaves_no_files(
+    deployment: tuple[ApiClient, ServerProcess, Path],
+) -> None:
+    api, _, data_dir = deployment
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     photos = [media_factory.photo(160 + i, size=(800, 600)) for i in range(3)]
