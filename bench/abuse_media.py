@@ -183,4 +183,4 @@ async def scenario(env: BenchEnv) -> None:
 
 
 if __name__ == "__main__":
-    run_main("abuse_media", scenario, time_limit=600)
+    run_main("abuse_media", scenario, time_limit=220)
