@@ -326,3 +326,20 @@ def hostile_copies(original: bytes) -> dict[str, bytes]:
         "rotate270": rotated(original, 270),
         "crop20": cropped(original, 0.2),
     }
+
+
+def encoded_clip(codec: str, frames: int = 10, size: tuple[int, int] = (64, 64), fps: int = 10) -> bytes:
+    """A short MP4 from the named encoder (libx265, libsvtav1, ...): noise frames, the encoder's own tags."""
+    width, height = size
+    out_buf = io.BytesIO()
+    with av.open(out_buf, "w", format="mp4") as out:
+        stream = out.add_stream(codec, rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        rng = np.random.default_rng(frames)
+        for index in range(frames):
+            picture = rng.integers(0, 255, (height, width, 3), dtype=np.uint8)
+            frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
+            frame.pts, frame.time_base = index, Fraction(1, fps)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return out_buf.getvalue()

@@ -25,14 +25,19 @@ from verification.media import (
 
 __all__ = [
     "CLEAN_MAX_SIDE",
+    "DECODE_BYTES_PER_PIXEL",
+    "REUSE_CROPS",
     "REUSE_THRESHOLD",
     "InvalidInput",
     "PhotoFacts",
     "capture_in_window",
     "capture_time",
+    "decode_cost",
     "hamming",
     "inspect_photo",
     "is_reused",
+    "reuse_fingerprints",
+    "reuse_probes",
 ]
 
 # Max Hamming distance between 64-bit pHashes counted as the same picture. Measured with

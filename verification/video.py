@@ -20,9 +20,12 @@ __all__ = [
     "SAMPLE_COUNT",
     "SAMPLE_DECODE_FRAMES",
     "InvalidInput",
+    "PacketScan",
     "VideoFacts",
+    "clean_copy",
     "inspect_video",
     "is_reused_video",
+    "scan_packets",
 ]
 
 SAMPLE_COUNT = 8
@@ -37,12 +40,10 @@ _APPLE_CREATION_DATE = "com.apple.quicktime.creationdate"
 # Codecs copied as they are; every other one is refused rather than re-encoded (a decode of every frame).
 _MP4_CODECS = frozenset({"h264", "hevc", "vp9", "av1", "aac", "mp3", "opus"})
 _WEBM_CODECS = frozenset({"vp8", "vp9", "av1", "opus", "vorbis"})
-# Bitstream units that carry free-form user data (a GPS string in an H.264 SEI): removed from served copies.
-_USER_DATA_FILTERS = {
-    "h264": "filter_units=remove_types=6",  # SEI
-    "hevc": "filter_units=remove_types=39|40",  # prefix and suffix SEI
-    "av1": "filter_units=remove_types=5",  # metadata OBUs
-}
+# NAL unit types that carry free-form user data (a GPS string in an H.264 SEI): dropped from served copies.
+_SEI_NAL_TYPES = {"h264": frozenset({6}), "hevc": frozenset({39, 40})}
+# AV1 metadata OBUs, removed by FFmpeg's own filter.
+_USER_DATA_FILTERS = {"av1": "filter_units=remove_types=5"}
 # Frames decoded in all to reach the sample points (forward from the keyframe each seek lands on).
 SAMPLE_DECODE_FRAMES = 240
 # Index space reserved ahead of the media: about twice what H.264 + AAC samples need.
@@ -211,39 +212,121 @@ def clean_copy(data: bytes, *, field: str, packets: int) -> tuple[bytes, str]:
     file); a fragmented MP4 is the fallback when the reservation falls short.
     """
     with _open(data) as source:
-        codecs = {stream.codec_context.name for stream in _kept(source)}
+        codecs = {_codec_name(stream) for stream in _kept(source)}
     if codecs <= _MP4_CODECS:
         reserve = {"moov_size": str(MOOV_BASE_BYTES + MOOV_BYTES_PER_PACKET * packets)}
         try:
-            return _copy_streams(data, "mp4", reserve), "video/mp4"
+            return _copy_streams(data, "mp4", reserve, field), "video/mp4"
         except av.FFmpegError:  # the reserved index space fell short
             fragmented = {"movflags": "+frag_keyframe+empty_moov+default_base_moof"}
-            return _copy_streams(data, "mp4", fragmented), "video/mp4"
+            return _copy_streams(data, "mp4", fragmented, field), "video/mp4"
     if codecs <= _WEBM_CODECS:
-        return _copy_streams(data, "webm", {}), "video/webm"
+        return _copy_streams(data, "webm", {}, field), "video/webm"
     raise InvalidInput(field, "unsupported codec (H.264, HEVC, VP8, VP9 or AV1 video; AAC, MP3, Opus audio)")
+
+
+def _codec_name(stream: Stream) -> str:
+    """The format's name (av1), not the decoder's (libdav1d)."""
+    return str(stream.codec_context.codec.canonical_name)
+
+
+@dataclass(frozen=True)
+class _SeiStripper:
+    """Drops SEI NAL units from H.264/HEVC packets in MP4/Matroska form (each unit led by its length).
+
+    FFmpeg's filter_units breaks some HEVC streams (x265's), so the few lines of NAL framing are ours.
+    """
+
+    dropped: frozenset[int]
+    length_size: int
+    hevc: bool
+    header: bytes | None  # the decoder configuration record without SEI, when it carried any
+
+    @classmethod
+    def of(cls, stream: Stream, field: str) -> _SeiStripper | None:
+        name = _codec_name(stream)
+        if name not in _SEI_NAL_TYPES:
+            return None
+        record = bytes(stream.codec_context.extradata or b"")
+        hevc = name == "hevc"
+        # avcC and hvcC both start with version 1; Annex B extradata starts 00 00 (01)
+        if len(record) < (23 if hevc else 7) or record[0] != 1:
+            raise InvalidInput(field, "unsupported H.264/HEVC framing (Annex B)")
+        length_size = (record[21 if hevc else 4] & 0x3) + 1
+        header = _hvcc_without_sei(record) if hevc else None
+        return cls(_SEI_NAL_TYPES[name], length_size, hevc, header if header != record else None)
+
+    def nal_type(self, first_byte: int) -> int:
+        return (first_byte >> 1) & 0x3F if self.hevc else first_byte & 0x1F
+
+    def strip(self, packet: av.Packet[Stream]) -> av.Packet[Stream]:
+        data = bytes(packet)
+        kept, at, size = bytearray(), 0, self.length_size
+        while at + size <= len(data):
+            end = at + size + int.from_bytes(data[at : at + size], "big")
+            if end > len(data) or end == at + size:
+                break
+            if self.nal_type(data[at + size]) not in self.dropped:
+                kept += data[at:end]
+            at = end
+        if len(kept) == len(data):
+            return packet
+        stripped = av.Packet(bytes(kept))
+        stripped.pts, stripped.dts, stripped.duration = packet.pts, packet.dts, packet.duration
+        stripped.time_base, stripped.is_keyframe = packet.time_base, packet.is_keyframe
+        stripped.stream = packet.stream
+        return stripped
+
+
+def _hvcc_without_sei(extradata: bytes) -> bytes:
+    """An HEVC decoder configuration record (hvcC) without its SEI arrays (encoders put tags there too)."""
+    kept = bytearray(extradata[:22])
+    at, arrays = 23, 0
+    for _ in range(extradata[22]):
+        if at + 3 > len(extradata):
+            return extradata
+        nal_type = extradata[at] & 0x3F
+        end = at + 3
+        for _ in range(int.from_bytes(extradata[at + 1 : at + 3], "big")):
+            if end + 2 > len(extradata):
+                return extradata
+            end += 2 + int.from_bytes(extradata[end : end + 2], "big")
+        if end > len(extradata):
+            return extradata
+        if nal_type not in _SEI_NAL_TYPES["hevc"]:
+            kept += extradata[at:end]
+            arrays += 1
+        at = end
+    return bytes(kept)[:22] + bytes([arrays]) + bytes(kept[22:])
 
 
 def _kept(source: InputContainer) -> list[Stream]:
     return [stream for stream in source.streams if stream.type in ("video", "audio")]
 
 
-def _copy_streams(data: bytes, fmt: str, mux_options: dict[str, str]) -> bytes:
+def _copy_streams(data: bytes, fmt: str, mux_options: dict[str, str], field: str) -> bytes:
     out_buf = io.BytesIO()
     options = {"fflags": "+bitexact", **mux_options}  # bitexact: no "encoder" tag
     with _open(data) as source, av.open(out_buf, "w", format=fmt, options=options) as out:
         kept = _kept(source)
-        mapping = {stream.index: out.add_stream_from_template(stream) for stream in kept}
+        # opaque: take the codec from the template as it is (a decoder such as libdav1d has no encoder twin)
+        mapping = {stream.index: out.add_stream_from_template(stream, opaque=True) for stream in kept}
         filters = {
             stream.index: BitStreamFilterContext(_USER_DATA_FILTERS[name], stream, mapping[stream.index])
             for stream in kept
-            if (name := stream.codec_context.name) in _USER_DATA_FILTERS
+            if (name := _codec_name(stream)) in _USER_DATA_FILTERS
         }
+        sei_strippers = {stream.index: _SeiStripper.of(stream, field) for stream in kept}
+        for index, stripper in sei_strippers.items():
+            if stripper is not None and stripper.header is not None:
+                mapping[index].codec_context.extradata = stripper.header
         for packet in source.demux(kept):
             if packet.dts is None:  # demuxers flush with empty packets
                 continue
             index = packet.stream_index
-            unit_filter = filters.get(index)
+            unit_filter, stripper = filters.get(index), sei_strippers[index]
+            if stripper is not None:
+                packet = stripper.strip(packet)
             for kept_packet in unit_filter.filter(packet) if unit_filter is not None else [packet]:
                 kept_packet.stream = mapping[index]
                 out.mux(kept_packet)

@@ -162,3 +162,16 @@ def test_a_codec_that_would_need_reencoding_is_refused() -> None:
         container.mux(stream.encode(None))
     with pytest.raises(InvalidInput, match="unsupported codec"):
         inspect_video(out.getvalue())
+
+
+@pytest.mark.parametrize(("encoder", "tag"), [("libx265", b"x265 (build"), ("libsvtav1", None)])
+def test_hevc_and_av1_are_copied_without_the_encoders_user_data(encoder: str, tag: bytes | None) -> None:
+    data = mf.encoded_clip(encoder)
+    if tag is not None:
+        assert tag in data  # x265 writes its settings as an SEI in the decoder configuration record
+    facts = inspect_video(data)
+    assert facts.clean_mime == "video/mp4"
+    if tag is not None:
+        assert tag not in facts.clean
+    with av.open(io.BytesIO(facts.clean), "r") as copy:
+        assert len(list(copy.decode(video=0))) == 10
