@@ -334,6 +334,7 @@ def encoded_clip(codec: str, frames: int = 10, size: tuple[int, int] = (64, 64),
     out_buf = io.BytesIO()
     with av.open(out_buf, "w", format="mp4") as out:
         stream = out.add_stream(codec, rate=fps)
+        assert isinstance(stream, av.VideoStream)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         rng = np.random.default_rng(frames)
         for index in range(frames):
