@@ -145,10 +145,12 @@ async def media_reason(target: ProofTarget, media: Media, arrival: datetime) -> 
         reason = RejectionReason.CAPTURED_OUTSIDE_WINDOW
     if reason is None:
         earlier = await earlier_fingerprints(str(target.task.owner_id), str(instance.id))
+        # up to REUSE_LOOKBACK rows x fingerprints x probes comparisons: off the event loop
         if media.duration_seconds is None:
-            reused = is_reused(media.probes, (h for hashes in earlier for h in hashes))
+            flat = [h for hashes in earlier for h in hashes]
+            reused = await asyncio.to_thread(is_reused, media.probes, flat)
         else:
-            reused = is_reused_video(media.fingerprints, earlier)
+            reused = await asyncio.to_thread(is_reused_video, media.fingerprints, earlier)
         if reused:
             reason = RejectionReason.REUSED_MEDIA
     return reason
