@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -16,7 +17,9 @@ from realtime.hub import Hub, start_hub, stop_hub
 from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
 from services import feeds
+from services.media_storage import sweep_orphans_forever
 from settings import Settings, get_settings
+from storage.blobs import BlobStore
 from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, readyz
@@ -36,6 +39,15 @@ def allowed_origins(settings: Settings) -> list[str]:
     if settings.cors_origins:
         return settings.cors_origins
     return DEV_ORIGINS if settings.env == "dev" else []
+
+
+def start_media_sweep(settings: Settings) -> asyncio.Task[None] | None:
+    if settings.media_sweep_seconds <= 0:
+        return None
+    store = BlobStore(settings.media_dir)
+    return asyncio.create_task(
+        sweep_orphans_forever(store, settings.media_sweep_seconds, settings.media_orphan_age_seconds)
+    )
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
@@ -63,9 +75,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 latest_position=feeds.latest_position,
             )
         )
+        sweep = start_media_sweep(settings)
         try:
             yield
         finally:
+            if sweep is not None:
+                sweep.cancel()
             await stop_hub()
             await notices.close()
             await close_database()

@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     media_decode_concurrency: int = 2  # decodes at once per API process
     media_decode_queue: int = 4  # uploads waiting for a decode slot before RATE_LIMITED
     media_quota_bytes: int = 1024 * 1024 * 1024  # stored media per user
+    media_sweep_seconds: float = 300  # how often each API removes orphaned media files (0: never)
+    media_orphan_age_seconds: float = 600  # an unreferenced file younger than this may be a proof in flight
     max_speed_kmh: float = 250.0
     token_ttl_seconds: int = 30 * 24 * 3600  # sliding: every use extends it
     password_min_length: int = 8

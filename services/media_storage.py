@@ -3,11 +3,14 @@
 Blobs are content-addressed, so a digest may already belong to another row: a failed or refused proof
 removes only the files it created itself, and only while no row refers to them. A proof that commits
 then makes sure its files are there (a concurrent failure may have removed a shared one meanwhile).
+What a crash leaves between writing and committing, the API's periodic sweep removes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -17,6 +20,8 @@ from tortoise.functions import Sum
 from models import Verification
 from services.errors import RateLimited
 from storage.blobs import BlobStore
+
+log = logging.getLogger(__name__)
 
 
 async def storage_used(user_id: str) -> int:
@@ -33,6 +38,44 @@ async def check_quota(user_id: str, adding: int, quota_bytes: int) -> None:
         raise RateLimited(
             f"storage quota reached: {used} of {quota_bytes} bytes used, this proof needs {adding} more"
         )
+
+
+async def _referenced(digests: list[str]) -> set[str]:
+    if not digests:
+        return set()
+    rows = await Verification.filter(
+        Q(media_digest__in=digests) | Q(thumbnail_digest__in=digests)
+    ).values_list("media_digest", "thumbnail_digest")
+    return {digest for row in rows for digest in row if digest is not None}
+
+
+async def sweep_orphans(store: BlobStore, older_than_seconds: float, batch: int = 500) -> int:
+    """Remove files no row refers to, last written over `older_than_seconds` ago: what a crash between
+    writing a proof's blobs and committing its row (or mid-write) left behind. Returns how many."""
+    cutoff = time.time() - older_than_seconds
+    found = await asyncio.to_thread(lambda: list(store.files_older_than(cutoff)))
+    removed = 0
+    for start in range(0, len(found), batch):
+        chunk = found[start : start + batch]
+        keep = await _referenced([digest for _, digest in chunk if digest is not None])
+        for path, digest in chunk:
+            if digest not in keep:
+                await asyncio.to_thread(path.unlink, missing_ok=True)
+                removed += 1
+    return removed
+
+
+async def sweep_orphans_forever(store: BlobStore, every_seconds: float, older_than_seconds: float) -> None:
+    """The API's periodic sweep (every replica runs one; removing a file twice is harmless)."""
+    while True:
+        await asyncio.sleep(every_seconds)
+        try:
+            removed = await sweep_orphans(store, older_than_seconds)
+        except Exception:  # a failed sweep is retried on the next round
+            log.exception("media sweep failed")
+            continue
+        if removed:
+            log.info("media sweep removed %d orphaned files", removed)
 
 
 @dataclass
@@ -60,10 +103,7 @@ class StagedBlobs:
         """Remove the blobs this staging created, unless a committed row refers to them."""
         if not self.created:
             return
-        referenced = await Verification.filter(
-            Q(media_digest__in=self.created) | Q(thumbnail_digest__in=self.created)
-        ).values_list("media_digest", "thumbnail_digest")
-        keep = {digest for row in referenced for digest in row}
+        keep = await _referenced(self.created)
         for digest in self.created:
             if digest not in keep:
                 await asyncio.to_thread(self.store.remove, digest)

@@ -4,6 +4,7 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["BlobStore"]
@@ -40,6 +41,18 @@ class BlobStore:
             Path(temp_name).unlink(missing_ok=True)
             raise
         return digest, True
+
+    def files_older_than(self, cutoff: float) -> Iterator[tuple[Path, str | None]]:
+        """Files last written before `cutoff` (time.time()): path, and digest (None: a temp file)."""
+        if not self.root.is_dir():
+            return
+        for path in self.root.glob("*/*/*"):
+            try:
+                if not path.is_file() or path.stat().st_mtime >= cutoff:
+                    continue
+            except FileNotFoundError:  # removed meanwhile
+                continue
+            yield path, path.name if _DIGEST.fullmatch(path.name) else None
 
     def remove(self, digest: str) -> None:
         """Delete a blob; nothing happens when it is not there."""

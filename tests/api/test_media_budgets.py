@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import io
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ import psutil
 import pytest
 from PIL import Image
 
+from storage.blobs import BlobStore
 from tests import media_factory
 from tests.api.test_proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
 from tests.harness import (
@@ -363,3 +365,48 @@ async def test_a_proof_that_loses_the_race_leaves_no_files(
     assert {p.name for p in media_files(data_dir) - before} == kept  # the losers' files are gone
     rows = (await verifications_of(api, token, instance_id))["verifications"]
     assert len(rows) == 1
+
+
+@pytest.fixture(scope="module")
+def sweeping_server(
+    service_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ServerProcess, Path]]:
+    """An API sweeping its media store twice a second, in a data dir of its own."""
+    data_dir = tmp_path_factory.mktemp("sweep-data")
+    env = {**service_env, "PROOFLOOP_DATA_DIR": str(data_dir), "PROOFLOOP_MEDIA_SWEEP_SECONDS": "0.5"}
+    with ServerProcess(env, port=free_port()) as proc:
+        yield proc, data_dir
+
+
+async def test_files_a_crash_left_without_a_row_are_swept(
+    sweeping_server: tuple[ServerProcess, Path],
+) -> None:
+    server, data_dir = sweeping_server
+    api = ApiClient(server.url)
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "PHOTO")
+    assert (await submit_photo(api, token, instance_id, media_factory.photo(170)))["status"] == "ACCEPTED"
+    store = BlobStore(data_dir / "media")
+    referenced = media_files(data_dir)
+    orphan = store.path(store.put(b"a clean copy whose row never committed"))
+    half_written = orphan.parent / ".tmp-crashed"
+    half_written.write_bytes(b"half")
+    hour_ago = datetime.now(UTC).timestamp() - 3600
+    for path in (*referenced, orphan, half_written):
+        os.utime(path, (hour_ago, hour_ago))
+    in_flight = store.path(store.put(b"a proof being recorded right now"))  # young: left alone
+
+    for _ in range(300):
+        if not orphan.exists() and not half_written.exists():
+            break
+        await asyncio.sleep(0.1)
+    assert not orphan.exists() and not half_written.exists()
+    assert all(path.is_file() for path in referenced)
+    assert in_flight.is_file()
+    served = await fetch(api, (await verifications_media(api, token, instance_id))["mediaUrl"])
+    assert served.status_code == 200
+
+
+async def verifications_media(api: ApiClient, token: str, instance_id: str) -> dict[str, Any]:
+    query = "query($id: ID!) { instance(id: $id) { verifications { mediaUrl } } }"
+    return dict((await api.execute(query, {"id": instance_id}, token=token))["instance"]["verifications"][0])
