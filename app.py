@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -22,8 +23,10 @@ from realtime.hub import Hub, start_hub, stop_hub
 from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
 from services import accounts, feeds
+from services.media_storage import sweep_orphans_forever
 from services.passwords import PasswordHashing
 from settings import Settings, get_settings
+from storage.blobs import BlobStore
 from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, readyz
@@ -32,6 +35,15 @@ from web.metrics import metrics
 from web.origins import allowed_headers, allowed_origins
 from web.persisted_documents import TrustedDocuments
 from web.uploads import UploadLimits
+
+
+def start_media_sweep(settings: Settings) -> asyncio.Task[None] | None:
+    if settings.media_sweep_seconds <= 0:
+        return None
+    store = BlobStore(settings.media_dir)
+    return asyncio.create_task(
+        sweep_orphans_forever(store, settings.media_sweep_seconds, settings.media_orphan_age_seconds)
+    )
 
 
 def create_app(settings: Settings | None = None) -> Starlette:
@@ -69,9 +81,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 token_expiry=accounts.token_expiry,
             )
         )
+        sweep = start_media_sweep(settings)
         try:
             yield
         finally:
+            if sweep is not None:
+                sweep.cancel()
             await stop_hub()
             await notices.close()
             await close_database()

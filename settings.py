@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     min_interval_seconds: int = 60
     max_upload_bytes: int = 50 * 1024 * 1024
     max_image_pixels: int = 40_000_000
+    max_decode_bytes: int = 256 * 1024 * 1024  # estimated from a photo's header before decoding
+    max_video_frames: int = 54_000  # counted from the packets before decoding (30 min at 30 fps)
+    media_decode_concurrency: int = 2  # decodes at once per API process
+    media_decode_queue: int = 4  # uploads waiting for a decode slot before RATE_LIMITED
+    media_quota_bytes: int = 1024 * 1024 * 1024  # stored media per user
+    media_sweep_seconds: float = 300  # how often each API removes orphaned media files (0: never)
+    media_orphan_age_seconds: float = 600  # an unreferenced file younger than this may be a proof in flight
     max_speed_kmh: float = 250.0
     token_ttl_seconds: int = 30 * 24 * 3600  # sliding: every use extends it
     password_min_length: int = 10

@@ -33,6 +33,7 @@ class Verification(Model):
     media_digest = fields.CharField(max_length=64, null=True)  # the metadata-free copy in the blob store
     media_mime = fields.CharField(max_length=64, null=True)
     thumbnail_digest = fields.CharField(max_length=64, null=True)
+    media_bytes = fields.BigIntField(null=True)  # what the blobs cost the owner's storage quota
     fingerprints: fields.JSONField[list[str] | None] = fields.JSONField(null=True)  # perceptual hashes (hex)
 
     note = fields.TextField(null=True)

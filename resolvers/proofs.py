@@ -17,10 +17,8 @@ from schema.inputs import GeoPointInput, aware
 from schema.types.verification import Verification
 from services import media_proofs, proofs
 from services.chain import ChainTiming
-from services.db import db_now
 from services.errors import BadInput, PayloadTooLarge
-from services.media_proofs import MediaPolicy
-from settings import Settings
+from services.media_proofs import MediaPolicy, MediaUpload
 
 
 class SubmitMedia(Protocol):
@@ -28,7 +26,7 @@ class SubmitMedia(Protocol):
         self,
         viewer: User,
         instance_id: str,
-        data: bytes,
+        upload: MediaUpload,
         *,
         arrival: datetime,
         policy: MediaPolicy,
@@ -36,21 +34,33 @@ class SubmitMedia(Protocol):
     ) -> Awaitable[VerificationRow]: ...
 
 
-def media_policy(settings: Settings) -> MediaPolicy:
-    return MediaPolicy(media_dir=settings.media_dir, max_image_pixels=settings.max_image_pixels)
+def media_policy(info: Info) -> MediaPolicy:
+    settings = info.context.settings
+    return MediaPolicy(
+        media_dir=settings.media_dir,
+        gate=info.context.decode_gate,
+        max_image_pixels=settings.max_image_pixels,
+        max_decode_bytes=settings.max_decode_bytes,
+        max_video_frames=settings.max_video_frames,
+        quota_bytes=settings.media_quota_bytes,
+    )
 
 
-async def read_upload(upload: object, field: str, max_bytes: int) -> bytes:
-    """The uploaded file's bytes, never more than the configured limit (the middleware caps the body too)."""
-    if isinstance(upload, UploadFile):
-        data = await upload.read(max_bytes + 1)
-    elif isinstance(upload, bytes):
-        data = upload
-    else:
+def media_upload(upload: object, field: str, max_bytes: int) -> MediaUpload:
+    """The uploaded file, to be read only once the cheap checks pass and a decode slot is held."""
+    if not isinstance(upload, UploadFile):
         raise BadInput(field, "must be a file sent as a multipart upload")
-    if len(data) > max_bytes:
+    size = upload.size or 0
+    if size > max_bytes:
         raise PayloadTooLarge(f"{field}: the file is larger than {max_bytes} bytes")
-    return data
+
+    async def read() -> bytes:
+        data = await upload.read(max_bytes + 1)
+        if len(data) > max_bytes:  # the middleware caps the body too
+            raise PayloadTooLarge(f"{field}: the file is larger than {max_bytes} bytes")
+        return data
+
+    return MediaUpload(field=field, size=size, read=read)
 
 
 @strawberry.type
@@ -64,7 +74,7 @@ class ProofMutations:
         accuracy_meters: float,
         recorded_at: datetime | None = None,
     ) -> Verification:
-        arrival = await db_now()  # the proof's time: before anything else is done
+        arrival = await info.context.arrival()
         settings = info.context.settings
         check_in = proofs.CheckIn(
             latitude=location.latitude,
@@ -94,15 +104,14 @@ class ProofMutations:
 async def _submit_media(
     info: Info, instance_id: strawberry.ID, upload: Upload, field: str, submit: SubmitMedia
 ) -> Verification:
-    arrival = await db_now()  # before reading the body: a proof's time is its request's arrival
+    arrival = await info.context.arrival()  # stamped when the request started, before its body was read
     settings = info.context.settings
-    data = await read_upload(upload, field, settings.max_upload_bytes)
     row = await submit(
         await info.context.viewer(),
         str(instance_id),
-        data,
+        media_upload(upload, field, settings.max_upload_bytes),
         arrival=arrival,
-        policy=media_policy(settings),
+        policy=media_policy(info),
         timing=chain_timing(settings),
     )
     return Verification(row=row)

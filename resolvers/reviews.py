@@ -4,7 +4,7 @@ import strawberry
 from strawberry.file_uploads import Upload
 
 from resolvers.permissions import IsAuthenticated
-from resolvers.proofs import media_policy, read_upload
+from resolvers.proofs import media_policy, media_upload
 from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.types.pagination import check_first
@@ -31,16 +31,16 @@ class ReviewMutations:
     async def request_review(
         self, info: Info, instance_id: strawberry.ID, note: str | None = None, photo: Upload | None = None
     ) -> Verification:
-        arrival = await db_now()
+        arrival = await info.context.arrival()
         settings = info.context.settings
-        data = await read_upload(photo, "photo", settings.max_upload_bytes) if photo is not None else None
+        data = media_upload(photo, "photo", settings.max_upload_bytes) if photo is not None else None
         row = await reviews.request_review(
             await info.context.viewer(),
             str(instance_id),
             note,
             data,
             arrival=arrival,
-            policy=media_policy(settings),
+            policy=media_policy(info),
             timing=chain_timing(settings),
         )
         return Verification(row=row)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from starlette.requests import Request
@@ -17,9 +18,13 @@ from strawberry.types import Info as StrawberryInfo
 from models import Task, TaskInstance, User, Verification
 from services.accounts import Session, authenticate, bearer_token
 from services.db import db_now
+from services.decode_gate import DecodeGate
 from services.errors import Unauthenticated
 from services.passwords import PasswordHashing
 from settings import Settings
+
+# request.state key: time.monotonic() when the request started (set by web/uploads.UploadLimits)
+ARRIVED_MONOTONIC = "arrived_monotonic"
 
 
 async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
@@ -71,6 +76,7 @@ class Context:
     response: Response | WebSocket | None
     settings: Settings
     passwords: PasswordHashing
+    decode_gate: DecodeGate
     loaders: Loaders = field(default_factory=Loaders)
     connection_params: dict[str, Any] | None = None
     session: Session | None = None
@@ -117,6 +123,20 @@ class Context:
         if self._now is None:
             self._now = await db_now()
         return self._now
+
+    async def arrival(self) -> datetime:
+        """When this request arrived, on the database clock: a proof is judged then, not after its body.
+
+        web/uploads.UploadLimits stamps the monotonic clock as the request starts; the database clock read
+        now, less the time since, is the database's time at arrival (without a query per request).
+        """
+        started = getattr(self.request.state, ARRIVED_MONOTONIC, None)
+        if not isinstance(started, float):
+            return await self.now()
+        before = time.monotonic()
+        now = await db_now()
+        elapsed = (before + time.monotonic()) / 2 - started
+        return now - timedelta(seconds=max(0.0, elapsed))
 
     def refresh_loaders(self) -> None:
         """Subscriptions live long: each pushed event reads fresh rows (and the clock anew)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import MaxAliasesLimiter, QueryDepthLimiter
+from strawberry.extensions import AddValidationRules, MaxAliasesLimiter, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
 
 from resolvers.accounts import AccountMutations, AccountQueries
@@ -14,6 +14,7 @@ from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
 from schema.errors import ErrorCodes, ProofloopSchema
 from schema.execution import ProofloopExecutionContext
+from schema.media_uploads import OneMediaUploadPerDocument
 from schema.metrics_extension import OperationMetrics
 from schema.scalars import SCALAR_OVERRIDES
 
@@ -47,6 +48,7 @@ schema = ProofloopSchema(
         OperationMetrics,
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+        lambda: AddValidationRules([OneMediaUploadPerDocument]),
         ErrorCodes,
     ],
 )

@@ -1,4 +1,10 @@
-"""Photo and video proofs: decode for real off the event loop, judge, keep a metadata-free copy.
+"""Photo and video proofs: the cheap checks first, then one bounded decode off the event loop.
+
+Order of work: who may prove the instance and its state, then the window at arrival (a proof outside it
+is REJECTED without its body being read), then the storage quota, then a decode slot (DecodeGate), and
+only then the bytes are read and decoded, within pixel, memory and frame budgets taken from the headers.
+A rejected proof keeps its fingerprints (reuse is judged against them) but no media; an accepted one's
+blobs outlive only a committed row (services/media_storage.py).
 
 Reuse is judged against every earlier photo/video proof of the user on OTHER instances, rejected ones
 included: a picture sent once (even a minute late) cannot prove another day. A retry on the same
@@ -8,15 +14,17 @@ instance is never reuse.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from models import RejectionReason, User, Verification, VerificationMethod
+from models import RejectionReason, User, Verification, VerificationMethod, VerificationStatus
 from services.chain import ChainTiming
+from services.decode_gate import DecodeGate
 from services.errors import BadInput
+from services.media_storage import StagedBlobs, check_quota
 from services.proofs import (
     ProofTarget,
     holding_deadline,
@@ -34,12 +42,26 @@ from verification.video import inspect_video, is_reused_video
 REUSE_LOOKBACK = 2000
 
 T = TypeVar("T")
+RecordOutcome = Callable[[Verification, RejectionReason | None], Awaitable[Verification]]
 
 
 @dataclass(frozen=True)
 class MediaPolicy:
     media_dir: Path
+    gate: DecodeGate
     max_image_pixels: int
+    max_decode_bytes: int
+    max_video_frames: int
+    quota_bytes: int
+
+
+@dataclass(frozen=True)
+class MediaUpload:
+    """An uploaded file not read yet: its size as the multipart parser counted it, and how to read it."""
+
+    field: str
+    size: int
+    read: Callable[[], Awaitable[bytes]]
 
 
 @dataclass(frozen=True)
@@ -47,34 +69,56 @@ class Media:
     clean: bytes
     clean_mime: str
     thumbnail: bytes
-    fingerprints: tuple[int, ...]  # one pHash for a photo, the sampled frames' for a video
+    fingerprints: tuple[int, ...]  # kept on the row: one photo's pHashes, or the sampled frames' of a video
+    probes: tuple[int, ...]  # compared against earlier fingerprints (a photo's mirrored and turned copies)
     captured_at: datetime | None
     duration_seconds: float | None = None
 
-
-async def _decoded(inspect: Callable[[], T]) -> T:
-    """Run a CPU-bound decoder in a thread; its InvalidInput becomes BAD_USER_INPUT."""
-    try:
-        return await asyncio.to_thread(inspect)
-    except InvalidInput as exc:
-        raise BadInput(exc.field, exc.message) from None
+    @property
+    def stored_bytes(self) -> int:
+        return len(self.clean) + len(self.thumbnail)
 
 
-async def inspect_photo_bytes(data: bytes, *, owner: User, policy: MediaPolicy, field: str) -> Media:
+async def _decoded(upload: MediaUpload, policy: MediaPolicy, inspect: Callable[[bytes], T]) -> T:
+    """Read and decode in one of the process's decode slots, in a thread; InvalidInput is BAD_USER_INPUT."""
+    async with policy.gate.slot():
+        data = await upload.read()
+        try:
+            return await asyncio.to_thread(inspect, data)
+        except InvalidInput as exc:
+            raise BadInput(exc.field, exc.message) from None
+
+
+async def decode_photo(upload: MediaUpload, *, owner: User, policy: MediaPolicy) -> Media:
     facts = await _decoded(
-        lambda: inspect_photo(
-            data, owner_timezone=owner.timezone, field=field, max_pixels=policy.max_image_pixels
-        )
+        upload,
+        policy,
+        lambda data: inspect_photo(
+            data,
+            owner_timezone=owner.timezone,
+            field=upload.field,
+            max_pixels=policy.max_image_pixels,
+            max_decode_bytes=policy.max_decode_bytes,
+        ),
     )
-    return Media(facts.clean, facts.clean_mime, facts.thumbnail, (facts.phash,), facts.captured_at)
+    return Media(
+        facts.clean, facts.clean_mime, facts.thumbnail, facts.fingerprints, facts.probes, facts.captured_at
+    )
 
 
-async def inspect_video_bytes(data: bytes, *, policy: MediaPolicy, field: str) -> Media:
-    facts = await _decoded(lambda: inspect_video(data, field=field, max_pixels=policy.max_image_pixels))
+async def decode_video(upload: MediaUpload, *, policy: MediaPolicy) -> Media:
+    facts = await _decoded(
+        upload,
+        policy,
+        lambda data: inspect_video(
+            data, field=upload.field, max_pixels=policy.max_image_pixels, max_frames=policy.max_video_frames
+        ),
+    )
     return Media(
         facts.clean,
         facts.clean_mime,
         facts.thumbnail,
+        facts.keyframe_hashes,
         facts.keyframe_hashes,
         facts.created_at,
         duration_seconds=facts.duration_seconds,
@@ -101,67 +145,99 @@ async def media_reason(target: ProofTarget, media: Media, arrival: datetime) -> 
         reason = RejectionReason.CAPTURED_OUTSIDE_WINDOW
     if reason is None:
         earlier = await earlier_fingerprints(str(target.task.owner_id), str(instance.id))
+        # up to REUSE_LOOKBACK rows x fingerprints x probes comparisons: off the event loop
         if media.duration_seconds is None:
-            reused = is_reused(media.fingerprints[0], (h for hashes in earlier for h in hashes))
+            flat = [h for hashes in earlier for h in hashes]
+            reused = await asyncio.to_thread(is_reused, media.probes, flat)
         else:
-            reused = is_reused_video(media.fingerprints, earlier)
+            reused = await asyncio.to_thread(is_reused_video, media.fingerprints, earlier)
         if reused:
             reason = RejectionReason.REUSED_MEDIA
     return reason
 
 
-async def media_verification(
-    target: ProofTarget, media: Media, arrival: datetime, policy: MediaPolicy, **extra: object
+async def record_media_proof(
+    target: ProofTarget,
+    media: Media,
+    reason: RejectionReason | None,
+    arrival: datetime,
+    policy: MediaPolicy,
+    record: RecordOutcome,
+    **extra: object,
 ) -> Verification:
-    """An unsaved Verification carrying the stored clean copy, thumbnail and fingerprints."""
-    store = BlobStore(policy.media_dir)
-    media_digest = await asyncio.to_thread(store.put, media.clean)
-    thumbnail_digest = await asyncio.to_thread(store.put, media.thumbnail)
-    return new_verification(
-        target,
-        arrival,
-        media_digest=media_digest,
-        media_mime=media.clean_mime,
-        thumbnail_digest=thumbnail_digest,
-        fingerprints=[f"{h:016x}" for h in media.fingerprints],
-        **extra,
-    )
+    """Record the outcome; only a proof the transaction accepts keeps its clean copy and thumbnail."""
+    draft = new_verification(target, arrival, fingerprints=[f"{h:016x}" for h in media.fingerprints], **extra)
+    if reason is not None:
+        return await record(draft, reason)
+    await check_quota(str(target.task.owner_id), media.stored_bytes, policy.quota_bytes)
+    staged = StagedBlobs(BlobStore(policy.media_dir), (media.clean, media.thumbnail))
+    await staged.write()
+    draft.media_digest, draft.thumbnail_digest = staged.digests
+    draft.media_mime, draft.media_bytes = media.clean_mime, media.stored_bytes
+    try:
+        row = await record(draft, None)
+    except BaseException:
+        await staged.discard()
+        raise
+    if row.status is VerificationStatus.REJECTED:  # the instance moved on while we judged: keep no media
+        await Verification.filter(id=row.id).update(
+            media_digest=None, media_mime=None, thumbnail_digest=None, media_bytes=None
+        )
+        row.media_digest = row.media_mime = row.thumbnail_digest = row.media_bytes = None
+        await staged.discard()
+    else:
+        await staged.confirm()
+    return row
+
+
+async def _outside_window(target: ProofTarget, arrival: datetime, timing: ChainTiming) -> Verification | None:
+    """A proof that arrived outside the window is REJECTED as it is: nothing read, decoded or stored."""
+    reason = window_reason(target, arrival)
+    if reason is None:
+        return None
+    return await record_proof(target, new_verification(target, arrival), reason, arrival, timing)
 
 
 async def submit_photo(
     viewer: User,
     instance_id: str,
-    data: bytes,
+    upload: MediaUpload,
     *,
     arrival: datetime,
     policy: MediaPolicy,
     timing: ChainTiming,
 ) -> Verification:
     target = await proof_target(viewer, instance_id, VerificationMethod.PHOTO)
+    if (late := await _outside_window(target, arrival, timing)) is not None:
+        return late
+    await check_quota(str(viewer.id), upload.size, policy.quota_bytes)
     async with holding_deadline(target, arrival, timing):
-        media = await inspect_photo_bytes(data, owner=viewer, policy=policy, field="photo")
+        media = await decode_photo(upload, owner=viewer, policy=policy)
         reason = await media_reason(target, media, arrival)
-        draft = await media_verification(target, media, arrival, policy)
-        return await record_proof(target, draft, reason, arrival, timing)
+        return await record_media_proof(
+            target, media, reason, arrival, policy, lambda d, r: record_proof(target, d, r, arrival, timing)
+        )
 
 
 async def submit_video(
     viewer: User,
     instance_id: str,
-    data: bytes,
+    upload: MediaUpload,
     *,
     arrival: datetime,
     policy: MediaPolicy,
     timing: ChainTiming,
 ) -> Verification:
     target = await proof_target(viewer, instance_id, VerificationMethod.VIDEO)
+    if (late := await _outside_window(target, arrival, timing)) is not None:
+        return late
+    await check_quota(str(viewer.id), upload.size, policy.quota_bytes)
     async with holding_deadline(target, arrival, timing):
-        media = await inspect_video_bytes(data, policy=policy, field="video")
+        media = await decode_video(upload, policy=policy)
         minimum = target.task.video_min_duration_seconds or 0.0
-        reason = window_reason(target, arrival)
-        if reason is None and (media.duration_seconds or 0.0) < minimum:
-            reason = RejectionReason.TOO_SHORT
+        reason = RejectionReason.TOO_SHORT if (media.duration_seconds or 0.0) < minimum else None
         if reason is None:
             reason = await media_reason(target, media, arrival)
-        draft = await media_verification(target, media, arrival, policy)
-        return await record_proof(target, draft, reason, arrival, timing)
+        return await record_media_proof(
+            target, media, reason, arrival, policy, lambda d, r: record_proof(target, d, r, arrival, timing)
+        )

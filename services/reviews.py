@@ -27,7 +27,8 @@ from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
-from services.media_proofs import MediaPolicy, inspect_photo_bytes, media_reason, media_verification
+from services.media_proofs import MediaPolicy, MediaUpload, decode_photo, media_reason, record_media_proof
+from services.media_storage import check_quota
 from services.proofs import ProofTarget, new_verification, proof_target, record_rejected, window_reason
 from services.tasks import is_active_partner
 
@@ -50,7 +51,7 @@ async def request_review(
     viewer: User,
     instance_id: str,
     note: str | None,
-    photo: bytes | None,
+    photo: MediaUpload | None,
     *,
     arrival: datetime,
     policy: MediaPolicy,
@@ -63,13 +64,31 @@ async def request_review(
     """
     note = _check_text(note, "note")
     target = await proof_target(viewer, instance_id, VerificationMethod.PARTNER)
-    if photo is not None:
-        media = await inspect_photo_bytes(photo, owner=viewer, policy=policy, field="photo")
-        reason = await media_reason(target, media, arrival)
-        draft = await media_verification(target, media, arrival, policy, note=note)
-    else:
-        reason = window_reason(target, arrival)
+    outside = window_reason(target, arrival)
+    if photo is None or outside is not None:  # outside the window the photo is not even read
         draft = new_verification(target, arrival, note=note)
+        return await _decide_request(target, draft, outside, arrival, timing)
+    await check_quota(str(viewer.id), photo.size, policy.quota_bytes)
+    media = await decode_photo(photo, owner=viewer, policy=policy)
+    reason = await media_reason(target, media, arrival)
+    return await record_media_proof(
+        target,
+        media,
+        reason,
+        arrival,
+        policy,
+        lambda draft, why: _decide_request(target, draft, why, arrival, timing),
+        note=note,
+    )
+
+
+async def _decide_request(
+    target: ProofTarget,
+    draft: Verification,
+    reason: RejectionReason | None,
+    arrival: datetime,
+    timing: ChainTiming,
+) -> Verification:
     async with write_transaction():
         task = await lock_task(str(target.task.id))
         if reason is None:

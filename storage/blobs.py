@@ -4,6 +4,7 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["BlobStore"]
@@ -19,10 +20,14 @@ class BlobStore:
 
     def put(self, data: bytes) -> str:
         """Store `data` and return its sha256 hex digest."""
+        return self.put_new(data)[0]
+
+    def put_new(self, data: bytes) -> tuple[str, bool]:
+        """Store `data`: its sha256 hex digest, and whether this call created the file (else it was there)."""
         digest = hashlib.sha256(data).hexdigest()
         target = self.path(digest)
-        if target.exists():
-            return digest
+        if target.is_file():
+            return digest, False
         target.parent.mkdir(parents=True, exist_ok=True)
         # Write beside the target then rename: readers never see a half-written blob.
         fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
@@ -35,7 +40,23 @@ class BlobStore:
         except BaseException:
             Path(temp_name).unlink(missing_ok=True)
             raise
-        return digest
+        return digest, True
+
+    def files_older_than(self, cutoff: float) -> Iterator[tuple[Path, str | None]]:
+        """Files last written before `cutoff` (time.time()): path, and digest (None: a temp file)."""
+        if not self.root.is_dir():
+            return
+        for path in self.root.glob("*/*/*"):
+            try:
+                if not path.is_file() or path.stat().st_mtime >= cutoff:
+                    continue
+            except FileNotFoundError:  # removed meanwhile
+                continue
+            yield path, path.name if _DIGEST.fullmatch(path.name) else None
+
+    def remove(self, digest: str) -> None:
+        """Delete a blob; nothing happens when it is not there."""
+        self.path(digest).unlink(missing_ok=True)
 
     def path(self, digest: str) -> Path:
         """Where a blob lives; refuses anything but 64 lowercase hex characters (no path tricks)."""

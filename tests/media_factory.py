@@ -253,3 +253,94 @@ def reuse_tuning_set(count: int = 40, size: tuple[int, int] = (640, 480)) -> lis
     """`count` distinct photos, each with its edited copies."""
     originals = [photo(1000 + seed, size=size) for seed in range(count)]
     return [(original, edited_copies(original, seed)) for seed, original in enumerate(originals)]
+
+
+def with_sei(data: bytes, text: str) -> bytes:
+    """The same H.264 MP4 with `text` added as SEI unregistered user data (how some cameras carry GPS)."""
+    from av.bitstream import BitStreamFilterContext
+
+    sei = f"h264_metadata=sei_user_data=086f3693-b7b3-4f2c-9653-21492feee5b8+{text}"
+    out_buf = io.BytesIO()
+    with av.open(io.BytesIO(data), "r") as source, av.open(out_buf, "w", format="mp4") as out:
+        video = source.streams.video[0]
+        stream = out.add_stream_from_template(video)
+        inject = BitStreamFilterContext(sei, video, stream)
+        packets = [p for p in source.demux(video) if p.dts is not None]
+        for packet in [*(q for p in packets for q in inject.filter(p)), *inject.filter(None)]:
+            packet.stream = stream
+            out.mux(packet)
+    return out_buf.getvalue()
+
+
+def matroska_with_duration(data: bytes, claimed_seconds: float) -> bytes:
+    """The clip remuxed into Matroska, its header's Duration (an 8-byte float, in ms) then overwritten."""
+    out_buf = io.BytesIO()
+    with av.open(io.BytesIO(data), "r") as source, av.open(out_buf, "w", format="matroska") as out:
+        video = source.streams.video[0]
+        stream = out.add_stream_from_template(video)
+        for packet in source.demux(video):
+            if packet.dts is not None:
+                packet.stream = stream
+                out.mux(packet)
+    mkv = bytearray(out_buf.getvalue())
+    at = mkv.find(b"\x44\x89\x88")  # Duration element id, then a one-byte size of 8
+    assert at >= 0, "no 8-byte Duration element to patch"
+    mkv[at + 3 : at + 11] = struct.pack(">d", claimed_seconds * 1000.0)
+    return bytes(mkv)
+
+
+def vp8_webm(seconds: float, *, seed: int = 1, fps: int = 10, size: tuple[int, int] = (160, 120)) -> bytes:
+    """A VP8 WebM, as Firefox's MediaRecorder makes."""
+    width, height = size
+    scene = _scene(seed, (width * 3, height))
+    frames = round(seconds * fps)
+    out_buf = io.BytesIO()
+    with av.open(out_buf, "w", format="webm") as out:
+        stream = out.add_stream("libvpx", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for index in range(frames):
+            left = (2 * width * index) // max(1, frames - 1)
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(scene[:, left : left + width]), "rgb24")
+            frame.pts, frame.time_base = index, Fraction(1, fps)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return out_buf.getvalue()
+
+
+def mirrored(data: bytes) -> bytes:
+    return encode(Image.open(io.BytesIO(data)).transpose(Image.Transpose.FLIP_LEFT_RIGHT), "JPEG", quality=90)
+
+
+def rotated(data: bytes, degrees: int) -> bytes:
+    """Turned by a multiple of 90 degrees, as a phone's editor does (the pixels, not an EXIF tag)."""
+    steps = {90: Image.Transpose.ROTATE_90, 180: Image.Transpose.ROTATE_180, 270: Image.Transpose.ROTATE_270}
+    return encode(Image.open(io.BytesIO(data)).transpose(steps[degrees]), "JPEG", quality=90)
+
+
+def hostile_copies(original: bytes) -> dict[str, bytes]:
+    """The edits a user might try to pass an old proof off as new: mirror, turns, a 20 % crop."""
+    return {
+        "mirror": mirrored(original),
+        "rotate90": rotated(original, 90),
+        "rotate180": rotated(original, 180),
+        "rotate270": rotated(original, 270),
+        "crop20": cropped(original, 0.2),
+    }
+
+
+def encoded_clip(codec: str, frames: int = 10, size: tuple[int, int] = (64, 64), fps: int = 10) -> bytes:
+    """A short MP4 from the named encoder (libx265, libsvtav1, ...): noise frames, the encoder's own tags."""
+    width, height = size
+    out_buf = io.BytesIO()
+    with av.open(out_buf, "w", format="mp4") as out:
+        stream = out.add_stream(codec, rate=fps)
+        assert isinstance(stream, av.VideoStream)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        rng = np.random.default_rng(frames)
+        for index in range(frames):
+            picture = rng.integers(0, 255, (height, width, 3), dtype=np.uint8)
+            frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
+            frame.pts, frame.time_base = index, Fraction(1, fps)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return out_buf.getvalue()

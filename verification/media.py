@@ -8,6 +8,7 @@ from PIL import Image
 from verification.errors import InvalidInput
 
 __all__ = [
+    "HASH_INPUT_SIDE",
     "THUMBNAIL_MAX_SIDE",
     "InvalidInput",
     "bare_copy",
@@ -23,7 +24,7 @@ __all__ = [
 
 THUMBNAIL_MAX_SIDE = 320
 # pHash shrinks to 32x32 anyway; hashing a small copy keeps big photos cheap.
-_HASH_INPUT_SIDE = 256
+HASH_INPUT_SIDE = 256
 
 
 def hamming(a: int, b: int) -> int:
@@ -40,7 +41,7 @@ def shrink(image: Image.Image, max_side: int) -> Image.Image:
 
 def perceptual_hash(image: Image.Image) -> int:
     """64-bit DCT perceptual hash of an image, as an int."""
-    return int(str(imagehash.phash(shrink(image, _HASH_INPUT_SIDE))), 16)
+    return int(str(imagehash.phash(shrink(image, HASH_INPUT_SIDE))), 16)
 
 
 def has_alpha(image: Image.Image) -> bool:

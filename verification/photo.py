@@ -3,7 +3,7 @@ from __future__ import annotations
 import importlib
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from functools import cache
@@ -13,6 +13,7 @@ from PIL import Image, ImageFile
 
 from verification.errors import InvalidInput
 from verification.media import (
+    HASH_INPUT_SIDE,
     hamming,
     has_alpha,
     jpeg_bytes,
@@ -24,24 +25,33 @@ from verification.media import (
 
 __all__ = [
     "CLEAN_MAX_SIDE",
+    "DECODE_BYTES_PER_PIXEL",
+    "REUSE_CROPS",
     "REUSE_THRESHOLD",
     "InvalidInput",
     "PhotoFacts",
     "capture_in_window",
     "capture_time",
+    "decode_cost",
     "hamming",
     "inspect_photo",
     "is_reused",
+    "reuse_fingerprints",
+    "reuse_probes",
 ]
 
 # Max Hamming distance between 64-bit pHashes counted as the same picture. Measured with
-# bench/photo_reuse_threshold.py and pinned in tests/unit/test_photo.py: 40 generated 640x480 photos, each
-# with 4 edits (resize 50-80%, JPEG q40-70, crop 2-5%, brightness +-8-15%): copies were at most 10 bits apart
-# (96 of 160 identical), the 780 pairs of distinct photos at least 18 (median ~32). At 12: 0 copies missed,
-# 0 distinct pairs flagged. Kept low rather than mid-gap: daily photos of one gym are near each other too.
-REUSE_THRESHOLD = 12
+# bench/photo_reuse_threshold.py on 40 generated 640x480 photos: a new photo is compared turned and mirrored
+# every way and centre-cropped, against an earlier proof's whole and centre-cropped hashes. Everyday edits
+# (resize, JPEG q40-70, 2-5 % crop, brightness) and hostile ones (mirror, 90/180/270 turns, 20 % crop) came
+# within 4 bits; distinct photos no closer than 12 (1,560 ordered pairs). 8 sits in the gap, kept low since
+# daily photos of one gym are near each other too.
+REUSE_THRESHOLD = 8
 # Served copies are capped at this long side: plenty on a phone, and a 12 MP JPEG then decodes at half scale.
 CLEAN_MAX_SIDE = 2000
+# Peak bytes a decode costs per pixel it decodes (measured, tests/unit/test_photo.py): WebP's decoder holds
+# several full copies; JPEG counts the pixels left after DCT scaling.
+DECODE_BYTES_PER_PIXEL = {"JPEG": 24, "PNG": 9, "WEBP": 17, "HEIF": 11}
 _EXIF_IFD = 0x8769
 _ORIENTATION = 0x0112
 _DATETIME_ORIGINAL = 36867
@@ -59,6 +69,22 @@ _EXIF_DATETIME_FORMATS = ("%Y:%m:%d %H:%M:%S", "%Y-%m-%d %H:%M:%S")
 _OFFSET = re.compile(r"([+-])(\d{2}):?(\d{2})")
 
 
+# Centre crops (share of each side kept) fingerprinted beside the whole picture, so a cropped copy of an
+# earlier proof meets that proof's own crop.
+REUSE_CROPS = (0.9, 0.8)
+# The eight ways to turn or mirror a picture; a new photo is compared in each of them.
+_DIHEDRAL: tuple[tuple[Image.Transpose, ...], ...] = (
+    (),
+    (Image.Transpose.ROTATE_90,),
+    (Image.Transpose.ROTATE_180,),
+    (Image.Transpose.ROTATE_270,),
+    (Image.Transpose.FLIP_LEFT_RIGHT,),
+    (Image.Transpose.FLIP_LEFT_RIGHT, Image.Transpose.ROTATE_90),
+    (Image.Transpose.FLIP_LEFT_RIGHT, Image.Transpose.ROTATE_180),
+    (Image.Transpose.FLIP_LEFT_RIGHT, Image.Transpose.ROTATE_270),
+)
+
+
 @dataclass(frozen=True)
 class PhotoFacts:
     width: int
@@ -66,6 +92,8 @@ class PhotoFacts:
     format: str
     captured_at: datetime | None
     phash: int
+    fingerprints: tuple[int, ...]  # kept: the whole upright picture's pHash, then its centre crops'
+    probes: tuple[int, ...]  # compared: the picture turned and mirrored every way, and its centre crops
     clean: bytes
     clean_mime: str
     thumbnail: bytes
@@ -82,9 +110,18 @@ def accepted_formats() -> tuple[str, ...]:
 
 
 def inspect_photo(
-    data: bytes, *, owner_timezone: str, field: str = "photo", max_pixels: int = 40_000_000
+    data: bytes,
+    *,
+    owner_timezone: str,
+    field: str = "photo",
+    max_pixels: int = 40_000_000,
+    max_decode_bytes: int = 256 * 1024 * 1024,
 ) -> PhotoFacts:
-    """Decode a photo for real and return what the rules need plus a metadata-free copy to serve."""
+    """Decode a photo for real and return what the rules need plus a metadata-free copy to serve.
+
+    Both budgets are checked from the header, before a pixel is allocated: the dimensions, and the
+    memory the decode would take (a 1.6 KB lossless 6400x6250 WebP decodes into ~650 MB).
+    """
     if not data:
         raise InvalidInput(field, "the file is empty")
     image = _open(data, field=field, max_pixels=max_pixels)
@@ -94,6 +131,8 @@ def inspect_photo(
             # Let libjpeg scale down while decoding (DCT scaling): less time and memory, still a full decode.
             scale = CLEAN_MAX_SIDE / max(image.size)
             image.draft("RGB", (max(1, int(image.width * scale)), max(1, int(image.height * scale))))
+        if decode_cost(image) > max_decode_bytes:
+            raise InvalidInput(field, "the image would take too much memory to decode")
         _decode(image, field=field)
         exif = _read_exif(image)  # after decoding: a PNG may keep its EXIF chunk after the pixels
         captured_at = capture_time(exif, owner_timezone)
@@ -102,12 +141,15 @@ def inspect_photo(
         upright = _upright(image, exif.get(_ORIENTATION))
         served = shrink(upright, CLEAN_MAX_SIDE)
         alpha = has_alpha(upright)
+        fingerprints = reuse_fingerprints(served)
         return PhotoFacts(
             width=width,
             height=height,
             format=str(image.format),
             captured_at=captured_at,
-            phash=perceptual_hash(served),
+            phash=fingerprints[0],
+            fingerprints=fingerprints,
+            probes=reuse_probes(served),
             clean=png_bytes(served) if alpha else jpeg_bytes(served, quality=85),
             clean_mime="image/png" if alpha else "image/jpeg",
             thumbnail=thumbnail_jpeg(served),
@@ -126,6 +168,11 @@ def _open(data: bytes, *, field: str, max_pixels: int) -> ImageFile.ImageFile:
         image.close()
         raise InvalidInput(field, "the image dimensions are too large")
     return image
+
+
+def decode_cost(image: Image.Image) -> int:
+    """Estimated peak bytes to decode `image` at its current (possibly drafted) size."""
+    return image.width * image.height * DECODE_BYTES_PER_PIXEL.get(str(image.format), 24)
 
 
 def _decode(image: Image.Image, *, field: str) -> None:
@@ -203,6 +250,30 @@ def capture_in_window(
     return opens_at - slack <= captured_at <= closes_at + slack
 
 
-def is_reused(phash: int, earlier: Iterable[int], threshold: int = REUSE_THRESHOLD) -> bool:
-    """True when any earlier hash is within `threshold` bits: the same picture, re-saved or edited."""
-    return any(hamming(phash, other) <= threshold for other in earlier)
+def _centre_crop(image: Image.Image, keep: float) -> Image.Image:
+    dx, dy = round(image.width * (1 - keep) / 2), round(image.height * (1 - keep) / 2)
+    return image.crop((dx, dy, image.width - dx, image.height - dy))
+
+
+def reuse_fingerprints(image: Image.Image) -> tuple[int, ...]:
+    """What a proof keeps for later reuse checks: the pHash of the picture and of its centre crops."""
+    small = shrink(image, HASH_INPUT_SIDE)
+    return (perceptual_hash(small), *(perceptual_hash(_centre_crop(small, keep)) for keep in REUSE_CROPS))
+
+
+def reuse_probes(image: Image.Image) -> tuple[int, ...]:
+    """What a new photo is compared with: itself turned and mirrored every way, and its centre crops."""
+    small = shrink(image, HASH_INPUT_SIDE)
+    turned = []
+    for steps in _DIHEDRAL:
+        copy = small
+        for step in steps:
+            copy = copy.transpose(step)
+        turned.append(perceptual_hash(copy))
+    return (*turned, *(perceptual_hash(_centre_crop(small, keep)) for keep in REUSE_CROPS))
+
+
+def is_reused(probes: int | Sequence[int], earlier: Iterable[int], threshold: int = REUSE_THRESHOLD) -> bool:
+    """True when any earlier hash is within `threshold` bits of a probe: the same picture, edited."""
+    mine = (probes,) if isinstance(probes, int) else tuple(probes)
+    return any(hamming(probe, other) <= threshold for other in earlier for probe in mine)

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import av
+from av.bitstream import BitStreamFilterContext
 from av.container import InputContainer
+from av.stream import Stream
 from av.video.stream import VideoStream
 from PIL import Image
 
@@ -16,10 +18,14 @@ from verification.media import hamming, perceptual_hash, thumbnail_jpeg
 __all__ = [
     "FRAME_MATCH_THRESHOLD",
     "SAMPLE_COUNT",
+    "SAMPLE_DECODE_FRAMES",
     "InvalidInput",
+    "PacketScan",
     "VideoFacts",
+    "clean_copy",
     "inspect_video",
     "is_reused_video",
+    "scan_packets",
 ]
 
 SAMPLE_COUNT = 8
@@ -31,6 +37,15 @@ FRAME_MATCH_THRESHOLD = 16
 # Only real video containers: a probing demuxer such as HLS could be steered into opening other files.
 _DEMUXERS = "mov,mp4,m4a,3gp,3g2,mj2,matroska,webm"
 _APPLE_CREATION_DATE = "com.apple.quicktime.creationdate"
+# Codecs copied as they are; every other one is refused rather than re-encoded (a decode of every frame).
+_MP4_CODECS = frozenset({"h264", "hevc", "vp9", "av1", "aac", "mp3", "opus"})
+_WEBM_CODECS = frozenset({"vp8", "vp9", "av1", "opus", "vorbis"})
+# NAL unit types that carry free-form user data (a GPS string in an H.264 SEI): dropped from served copies.
+_SEI_NAL_TYPES = {"h264": frozenset({6}), "hevc": frozenset({39, 40})}
+# AV1 metadata OBUs, removed by FFmpeg's own filter.
+_USER_DATA_FILTERS = {"av1": "filter_units=remove_types=5"}
+# Frames decoded in all to reach the sample points (forward from the keyframe each seek lands on).
+SAMPLE_DECODE_FRAMES = 240
 # Index space reserved ahead of the media: about twice what H.264 + AAC samples need.
 MOOV_BASE_BYTES = 4_096
 MOOV_BYTES_PER_PACKET = 24
@@ -46,16 +61,28 @@ class VideoFacts:
     thumbnail: bytes
 
 
+@dataclass(frozen=True)
+class PacketScan:
+    """What the packets say without decoding any: the true length and how much there is to decode."""
+
+    duration_seconds: float
+    video_packets: int
+    packets: int
+
+
 def inspect_video(
     data: bytes,
     *,
     field: str = "video",
-    max_seconds_decoded: float = 10.0,
+    max_frames_decoded: int = SAMPLE_DECODE_FRAMES,
     max_pixels: int = 40_000_000,
+    max_frames: int = 54_000,
 ) -> VideoFacts:
     """Probe a video for real; sample frames for hashing without decoding the whole file.
 
-    max_seconds_decoded bounds the media time decoded forward from keyframes to reach the sample points;
+    Dimensions and the frame count are checked before any frame is decoded; the duration is measured
+    from the packets' timestamps (a container's Duration field is whatever the sender wrote).
+    max_frames_decoded bounds the frames decoded forward from keyframes to reach the sample points;
     once spent, each remaining sample takes the keyframe its seek lands on.
     """
     if not data:
@@ -63,19 +90,20 @@ def inspect_video(
     try:
         with _open(data) as container:
             stream = _video_stream(container, field=field, max_pixels=max_pixels)
-            duration = _duration(container, stream)
+            scan = scan_packets(container, stream, field=field, max_frames=max_frames)
             created_at = creation_time(container.metadata)
             first = _first_frame(container, stream, field=field)
-            frames = _sample_frames(container, stream, duration, budget_seconds=max_seconds_decoded)
-        clean = remux_without_metadata(data)
+            duration = scan.duration_seconds
+            frames = _sample_frames(container, stream, duration, budget_frames=max_frames_decoded)
+        clean, clean_mime = clean_copy(data, field=field, packets=scan.packets)
     except av.FFmpegError as exc:
         raise InvalidInput(field, "not a readable video") from exc
     return VideoFacts(
-        duration_seconds=duration,
+        duration_seconds=scan.duration_seconds,
         created_at=created_at,
         keyframe_hashes=tuple(perceptual_hash(frame) for frame in frames),
         clean=clean,
-        clean_mime="video/mp4",
+        clean_mime=clean_mime,
         thumbnail=thumbnail_jpeg(first),
     )
 
@@ -94,18 +122,29 @@ def _video_stream(container: InputContainer, *, field: str, max_pixels: int) -> 
     return stream
 
 
-def _duration(container: InputContainer, stream: VideoStream) -> float:
-    """Container duration, else the stream's, else the last packet's end (browser WebM often has none)."""
-    if container.duration is not None and container.duration > 0:
-        return container.duration / av.time_base
-    if stream.duration is not None and stream.time_base is not None:
-        return float(stream.duration * stream.time_base)
+def scan_packets(
+    container: InputContainer, stream: VideoStream, *, field: str, max_frames: int
+) -> PacketScan:
+    """Read every packet (no decoding): the video's span from its timestamps, and the frame budget."""
+    start: float | None = None
     end = 0.0
-    for packet in container.demux(stream):
-        if packet.pts is not None and packet.time_base is not None:
-            end = max(end, float((packet.pts + (packet.duration or 0)) * packet.time_base))
+    video_packets = packets = 0
+    for packet in container.demux():
+        if not packet.size:  # demuxers flush with empty packets
+            continue
+        packets += 1
+        if packet.stream_index != stream.index:
+            continue
+        video_packets += 1
+        if video_packets > max_frames:
+            raise InvalidInput(field, f"the video has more than {max_frames} frames")
+        if packet.pts is None or packet.time_base is None:
+            continue
+        begins = float(packet.pts * packet.time_base)
+        start = begins if start is None else min(start, begins)
+        end = max(end, float((packet.pts + (packet.duration or 0)) * packet.time_base))
     container.seek(0)
-    return end
+    return PacketScan(max(0.0, end - (start or 0.0)), video_packets, packets)
 
 
 def creation_time(metadata: dict[str, str]) -> datetime | None:
@@ -129,17 +168,17 @@ def _first_frame(container: InputContainer, stream: VideoStream, *, field: str) 
 
 
 def _sample_frames(
-    container: InputContainer, stream: VideoStream, duration: float, *, budget_seconds: float
+    container: InputContainer, stream: VideoStream, duration: float, *, budget_frames: int
 ) -> list[Image.Image]:
     """One frame near each of SAMPLE_COUNT evenly spaced times, reached by seeking, never by a full decode."""
     assert stream.time_base is not None
     start = stream.start_time or 0
     frames: list[Image.Image] = []
-    spent = 0.0
+    spent = 0
     for index in range(SAMPLE_COUNT):
         target = duration * (index + 0.5) / SAMPLE_COUNT
         container.seek(start + int(target / stream.time_base), stream=stream, backward=True)
-        decoded, image = _decode_until(container.decode(stream), target, budget_seconds - spent)
+        decoded, image = _decode_until(container.decode(stream), target, budget_frames - spent)
         spent += decoded
         if image is not None:
             frames.append(image)
@@ -147,19 +186,17 @@ def _sample_frames(
 
 
 def _decode_until(
-    frames: Iterator[av.VideoFrame], target: float, budget: float
-) -> tuple[float, Image.Image | None]:
-    """Decode forward to the frame at `target` seconds, or stop once `budget` seconds of media are decoded.
+    frames: Iterator[av.VideoFrame], target: float, budget: int
+) -> tuple[int, Image.Image | None]:
+    """Decode forward to the frame at `target` seconds, or stop once `budget` more frames are decoded.
 
-    Returns the media time decoded past the seek point and the frame reached.
+    Returns the frames decoded past the seek point and the frame reached.
     """
-    first_time: float | None = None
-    for frame in frames:
+    for decoded, frame in enumerate(frames):
         time = frame.time if frame.time is not None else target
-        first_time = time if first_time is None else first_time
-        if time >= target or time - first_time >= budget:
-            return time - first_time, to_image(frame)
-    return 0.0, None
+        if time >= target or decoded >= budget:
+            return decoded, to_image(frame)
+    return 0, None
 
 
 def to_image(frame: av.VideoFrame) -> Image.Image:
@@ -167,59 +204,136 @@ def to_image(frame: av.VideoFrame) -> Image.Image:
     return image
 
 
-def remux_without_metadata(data: bytes) -> bytes:
-    """Copy the audio and video packets into a fresh MP4 carrying no container or stream tags.
+def clean_copy(data: bytes, *, field: str, packets: int) -> tuple[bytes, str]:
+    """The packets copied into a fresh MP4 (else WebM) with no tags and no SEI/user-data units.
 
-    The index goes first (space reserved up front, as +faststart would, which needs a real file); a
-    fragmented MP4 is the fallback when the reservation falls short, and codecs MP4 cannot hold are
-    re-encoded.
+    Nothing is re-encoded: a codec neither container takes as it is, or whose user data we cannot strip,
+    is refused. MP4's index goes first (space reserved up front, as +faststart would, which needs a real
+    file); a fragmented MP4 is the fallback when the reservation falls short.
     """
     with _open(data) as source:
-        packets = sum(1 for packet in source.demux() if packet.size)
-    try:
-        return _copy_streams(data, {"moov_size": str(MOOV_BASE_BYTES + MOOV_BYTES_PER_PACKET * packets)})
-    except av.FFmpegError:  # the reserved index space fell short (PyAV's errors are ValueErrors too)
-        pass
-    except ValueError:  # PyAV refuses a codec the mp4 muxer cannot take
-        return reencode_without_metadata(data)
-    return _copy_streams(data, {"movflags": "+frag_keyframe+empty_moov+default_base_moof"})
+        codecs = {_codec_name(stream) for stream in _kept(source)}
+    if codecs <= _MP4_CODECS:
+        reserve = {"moov_size": str(MOOV_BASE_BYTES + MOOV_BYTES_PER_PACKET * packets)}
+        try:
+            return _copy_streams(data, "mp4", reserve, field), "video/mp4"
+        except av.FFmpegError:  # the reserved index space fell short
+            fragmented = {"movflags": "+frag_keyframe+empty_moov+default_base_moof"}
+            return _copy_streams(data, "mp4", fragmented, field), "video/mp4"
+    if codecs <= _WEBM_CODECS:
+        return _copy_streams(data, "webm", {}, field), "video/webm"
+    raise InvalidInput(field, "unsupported codec (H.264, HEVC, VP8, VP9 or AV1 video; AAC, MP3, Opus audio)")
 
 
-def _copy_streams(data: bytes, mux_options: dict[str, str]) -> bytes:
+def _codec_name(stream: Stream) -> str:
+    """The format's name (av1), not the decoder's (libdav1d)."""
+    return str(stream.codec_context.codec.canonical_name)
+
+
+@dataclass(frozen=True)
+class _SeiStripper:
+    """Drops SEI NAL units from H.264/HEVC packets in MP4/Matroska form (each unit led by its length).
+
+    FFmpeg's filter_units breaks some HEVC streams (x265's), so the few lines of NAL framing are ours.
+    """
+
+    dropped: frozenset[int]
+    length_size: int
+    hevc: bool
+    header: bytes | None  # the decoder configuration record without SEI, when it carried any
+
+    @classmethod
+    def of(cls, stream: Stream, field: str) -> _SeiStripper | None:
+        name = _codec_name(stream)
+        if name not in _SEI_NAL_TYPES:
+            return None
+        record = bytes(stream.codec_context.extradata or b"")
+        hevc = name == "hevc"
+        # avcC and hvcC both start with version 1; Annex B extradata starts 00 00 (01)
+        if len(record) < (23 if hevc else 7) or record[0] != 1:
+            raise InvalidInput(field, "unsupported H.264/HEVC framing (Annex B)")
+        length_size = (record[21 if hevc else 4] & 0x3) + 1
+        header = _hvcc_without_sei(record) if hevc else None
+        return cls(_SEI_NAL_TYPES[name], length_size, hevc, header if header != record else None)
+
+    def nal_type(self, first_byte: int) -> int:
+        return (first_byte >> 1) & 0x3F if self.hevc else first_byte & 0x1F
+
+    def strip(self, packet: av.Packet[Stream]) -> av.Packet[Stream]:
+        data = bytes(packet)
+        kept, at, size = bytearray(), 0, self.length_size
+        while at + size <= len(data):
+            end = at + size + int.from_bytes(data[at : at + size], "big")
+            if end > len(data) or end == at + size:
+                break
+            if self.nal_type(data[at + size]) not in self.dropped:
+                kept += data[at:end]
+            at = end
+        if len(kept) == len(data):
+            return packet
+        stripped = av.Packet(bytes(kept))
+        stripped.pts, stripped.dts, stripped.duration = packet.pts, packet.dts, packet.duration
+        stripped.time_base, stripped.is_keyframe = packet.time_base, packet.is_keyframe
+        stripped.stream = packet.stream
+        return stripped
+
+
+def _hvcc_without_sei(extradata: bytes) -> bytes:
+    """An HEVC decoder configuration record (hvcC) without its SEI arrays (encoders put tags there too)."""
+    kept = bytearray(extradata[:22])
+    at, arrays = 23, 0
+    for _ in range(extradata[22]):
+        if at + 3 > len(extradata):
+            return extradata
+        nal_type = extradata[at] & 0x3F
+        end = at + 3
+        for _ in range(int.from_bytes(extradata[at + 1 : at + 3], "big")):
+            if end + 2 > len(extradata):
+                return extradata
+            end += 2 + int.from_bytes(extradata[end : end + 2], "big")
+        if end > len(extradata):
+            return extradata
+        if nal_type not in _SEI_NAL_TYPES["hevc"]:
+            kept += extradata[at:end]
+            arrays += 1
+        at = end
+    return bytes(kept)[:22] + bytes([arrays]) + bytes(kept[22:])
+
+
+def _kept(source: InputContainer) -> list[Stream]:
+    return [stream for stream in source.streams if stream.type in ("video", "audio")]
+
+
+def _copy_streams(data: bytes, fmt: str, mux_options: dict[str, str], field: str) -> bytes:
     out_buf = io.BytesIO()
     options = {"fflags": "+bitexact", **mux_options}  # bitexact: no "encoder" tag
-    with _open(data) as source, av.open(out_buf, "w", format="mp4", options=options) as out:
-        kept = [stream for stream in source.streams if stream.type in ("video", "audio")]
-        mapping = {stream.index: out.add_stream_from_template(stream) for stream in kept}
+    with _open(data) as source, av.open(out_buf, "w", format=fmt, options=options) as out:
+        kept = _kept(source)
+        # opaque: take the codec from the template as it is (a decoder such as libdav1d has no encoder twin)
+        mapping = {stream.index: out.add_stream_from_template(stream, opaque=True) for stream in kept}
+        filters = {
+            stream.index: BitStreamFilterContext(_USER_DATA_FILTERS[name], stream, mapping[stream.index])
+            for stream in kept
+            if (name := _codec_name(stream)) in _USER_DATA_FILTERS
+        }
+        sei_strippers = {stream.index: _SeiStripper.of(stream, field) for stream in kept}
+        for index, stripper in sei_strippers.items():
+            if stripper is not None and stripper.header is not None:
+                mapping[index].codec_context.extradata = stripper.header
         for packet in source.demux(kept):
             if packet.dts is None:  # demuxers flush with empty packets
                 continue
-            packet.stream = mapping[packet.stream_index]
-            out.mux(packet)
-    return out_buf.getvalue()
-
-
-def reencode_without_metadata(data: bytes) -> bytes:
-    """Decode and encode again as H.264 (+ AAC): for codecs an MP4 cannot carry as they are."""
-    out_buf = io.BytesIO()
-    options = {"fflags": "+bitexact", "movflags": "+frag_keyframe+empty_moov+default_base_moof"}
-    with _open(data) as source, av.open(out_buf, "w", format="mp4", options=options) as out:
-        video_in = source.streams.video[0]
-        video_out = out.add_stream("libx264", rate=video_in.guessed_rate or 30)
-        video_out.width, video_out.height = video_in.width // 2 * 2, video_in.height // 2 * 2
-        video_out.pix_fmt = "yuv420p"
-        audio_in = source.streams.audio[0] if source.streams.audio else None
-        audio_out = out.add_stream("aac", rate=audio_in.rate) if audio_in is not None else None
-        for frame in source.decode(*[s for s in (video_in, audio_in) if s is not None]):
-            if isinstance(frame, av.VideoFrame):
-                picture = frame.reformat(video_out.width, video_out.height, "yuv420p")
-                picture.pts, picture.time_base = frame.pts, frame.time_base
-                out.mux(video_out.encode(picture))
-            elif isinstance(frame, av.AudioFrame) and audio_out is not None:
-                out.mux(audio_out.encode(frame))
-        out.mux(video_out.encode(None))
-        if audio_out is not None:
-            out.mux(audio_out.encode(None))
+            index = packet.stream_index
+            unit_filter, stripper = filters.get(index), sei_strippers[index]
+            if stripper is not None:
+                packet = stripper.strip(packet)
+            for kept_packet in unit_filter.filter(packet) if unit_filter is not None else [packet]:
+                kept_packet.stream = mapping[index]
+                out.mux(kept_packet)
+        for index, unit_filter in filters.items():
+            for kept_packet in unit_filter.filter(None):
+                kept_packet.stream = mapping[index]
+                out.mux(kept_packet)
     return out_buf.getvalue()
 
 

@@ -34,6 +34,7 @@ from strawberry.types.unset import UnsetType
 
 from realtime.hub import running_hub
 from schema.context import Context
+from services.decode_gate import DecodeGate
 from services.errors import Unauthenticated
 from services.passwords import PasswordHashing
 from settings import Settings
@@ -121,6 +122,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         super().__init__(keep_alive=True, keep_alive_interval=settings.stream_heartbeat_seconds, **kwargs)
         self.settings = settings
         self.passwords = passwords
+        # one per process: every request's media decodes share it
+        self.decode_gate = DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue)
         self.origins = origins
         self.trusted_documents = trusted_documents
 
@@ -270,7 +273,13 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         return self.origins.allows(origin)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
-        return Context(request=request, response=response, settings=self.settings, passwords=self.passwords)
+        return Context(
+            request=request,
+            response=response,
+            settings=self.settings,
+            passwords=self.passwords,
+            decode_gate=self.decode_gate,
+        )
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """Authenticate the socket from connection_init {"Authorization": "Bearer <token>"}: 4403 if not."""

@@ -1,6 +1,7 @@
 """Request bodies are capped before parsing: multipart uploads at PROOFLOOP_MAX_UPLOAD_BYTES and only with a
 valid bearer token (else 401), plain GraphQL documents at 1 MiB (413 PAYLOAD_TOO_LARGE over either).
 
+Every request is stamped with its arrival before anything is read (a proof is judged then).
 Only the headers decide a refusal up front; a body without Content-Length is counted as it streams into
 the GraphQL view and cut off with a 413 once over. The body is never buffered here.
 """
@@ -8,10 +9,12 @@ the GraphQL view and cut off with a 413 once over. The body is never buffered he
 from __future__ import annotations
 
 import json
+import time
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from schema.context import ARRIVED_MONOTONIC
 from services.accounts import authenticate, bearer_token
 from services.errors import Unauthenticated
 from settings import Settings
@@ -51,6 +54,8 @@ class UploadLimits:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # a proof's time is its request's arrival, not the end of a slow body (schema/context.arrival)
+        scope.setdefault("state", {})[ARRIVED_MONOTONIC] = time.monotonic()
         headers = Headers(scope=scope)
         if scope["method"] != "POST" or scope["path"] != GRAPHQL_PATH:
             await self.app(scope, receive, send)

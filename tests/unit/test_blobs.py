@@ -56,3 +56,14 @@ def test_failed_write_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.
     digest = hashlib.sha256(b"proof").hexdigest()
     assert not store.exists(digest)
     assert list(store.path(digest).parent.iterdir()) == []
+
+
+def test_put_new_says_who_created_the_file_and_remove_is_idempotent(tmp_path: Path) -> None:
+    store = BlobStore(tmp_path)
+    digest, created = store.put_new(b"once")
+    assert created
+    assert store.put_new(b"once") == (digest, False)
+    store.remove(digest)
+    store.remove(digest)
+    assert not store.exists(digest)
+    assert store.put_new(b"once") == (digest, True)

@@ -22,17 +22,17 @@ BERLIN = "Europe/Berlin"
 
 def test_copies_match_and_different_photos_do_not_at_reuse_threshold() -> None:
     tuning = mf.reuse_tuning_set(40)
-    hashes = [
-        (
-            inspect_photo(o, owner_timezone="UTC").phash,
-            [inspect_photo(c, owner_timezone="UTC").phash for c in cs],
-        )
-        for o, cs in tuning
+    originals = [inspect_photo(o, owner_timezone="UTC") for o, _ in tuning]
+    for (original, edits), kept in zip(tuning, originals, strict=True):
+        copies = [*edits, *mf.hostile_copies(original).values()]  # incl. mirror, 90/180/270, 20 % crop
+        for copy in copies:
+            assert is_reused(inspect_photo(copy, owner_timezone="UTC").probes, kept.fingerprints)
+    distinct = [
+        min(hamming(probe, other) for probe in a.probes for other in b.fingerprints)
+        for a in originals
+        for b in originals
+        if a is not b
     ]
-    copy_distances = [hamming(original, copy) for original, copies in hashes for copy in copies]
-    originals = [original for original, _ in hashes]
-    distinct = [hamming(a, b) for i, a in enumerate(originals) for b in originals[i + 1 :]]
-    assert max(copy_distances) <= REUSE_THRESHOLD, "a copy would be missed"
     assert min(distinct) > REUSE_THRESHOLD, "two different photos would be called the same"
 
 
@@ -175,3 +175,31 @@ def test_heic_photos_from_phones_are_accepted() -> None:
     assert facts.captured_at == datetime(2024, 5, 1, 5, 0, tzinfo=UTC)
     assert facts.clean_mime == "image/jpeg"
     assert not Image.open(io.BytesIO(facts.clean)).getexif()
+
+
+def _solid(fmt: str, size: tuple[int, int], **params: object) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, (10, 20, 30)).save(out, fmt, **params)
+    return out.getvalue()
+
+
+def test_a_tiny_webp_that_would_decode_into_hundreds_of_megabytes_is_refused_from_its_header(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bomb = _solid("WEBP", (6400, 6250), lossless=True)  # 40 M pixels: within the pixel limit
+    assert len(bomb) < 4096
+
+    def no_decoding(self: Image.Image) -> None:
+        raise AssertionError("the bomb's pixels were decoded")
+
+    monkeypatch.setattr(Image.Image, "load", no_decoding)
+    with pytest.raises(InvalidInput, match="too much memory"):
+        inspect_photo(bomb, owner_timezone="UTC")
+
+
+def test_a_large_jpeg_is_budgeted_at_the_size_it_is_drafted_to() -> None:
+    big = _solid("JPEG", (8000, 6000), quality=80)  # 48 MP: over the budget at full size, not drafted
+    facts = inspect_photo(big, owner_timezone="UTC", max_pixels=50_000_000)
+    assert (facts.width, facts.height) == (8000, 6000)
+    with pytest.raises(InvalidInput, match="too much memory"):
+        inspect_photo(_solid("PNG", (4000, 3000)), owner_timezone="UTC", max_decode_bytes=12_000_000 * 8)

@@ -4,6 +4,7 @@ import io
 from datetime import UTC, datetime
 
 import av
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -70,7 +71,7 @@ def test_reencoded_copy_is_reused_and_a_different_clip_is_not(original: bytes) -
 
 
 def test_sampling_within_a_zero_decode_budget_still_hashes() -> None:
-    facts = inspect_video(mf.clip(4, seed=14, gop=20), max_seconds_decoded=0)
+    facts = inspect_video(mf.clip(4, seed=14, gop=20), max_frames_decoded=0)
     assert 1 <= len(facts.keyframe_hashes) <= SAMPLE_COUNT
 
 
@@ -116,3 +117,61 @@ def test_clean_copy_falls_back_to_fragmented_mp4_when_the_index_outgrows_its_spa
     with av.open(io.BytesIO(clean), "r") as copy:
         assert len(list(copy.decode(video=0))) == 30
         assert "title" not in copy.metadata
+
+
+def test_duration_is_measured_from_packets_not_the_header() -> None:
+    patched = mf.matroska_with_duration(mf.clip(2, seed=31), claimed_seconds=1800)
+    with av.open(io.BytesIO(patched), "r") as container:
+        assert container.duration is not None and container.duration / av.time_base > 1000  # the lie
+    assert inspect_video(patched).duration_seconds == pytest.approx(2, abs=0.15)
+
+
+def test_sei_user_data_does_not_reach_the_clean_copy() -> None:
+    tagged = mf.with_sei(mf.clip(2, seed=32), "GPS 52.5200N 13.4050E")
+    assert b"GPS 52.5200N" in tagged
+    clean = inspect_video(tagged).clean
+    assert b"GPS 52.5200N" not in clean
+    assert b"x264 - core" not in clean  # the encoder's own SEI goes too
+    with av.open(io.BytesIO(clean), "r") as copy:
+        assert len(list(copy.decode(video=0))) == 20
+
+
+def test_vp8_webm_is_copied_into_webm_without_reencoding() -> None:
+    facts = inspect_video(mf.vp8_webm(2, seed=33))
+    assert facts.clean_mime == "video/webm"
+    assert facts.duration_seconds == pytest.approx(2, abs=0.15)
+    with av.open(io.BytesIO(facts.clean), "r") as copy:
+        assert copy.streams.video[0].codec_context.name == "vp8"
+
+
+def test_more_frames_than_the_budget_is_refused_before_decoding() -> None:
+    with pytest.raises(InvalidInput, match="more than 19 frames"):
+        inspect_video(mf.clip(2, seed=34), max_frames=19)
+    assert inspect_video(mf.clip(2, seed=34), max_frames=20).duration_seconds == pytest.approx(2, abs=0.15)
+
+
+def test_a_codec_that_would_need_reencoding_is_refused() -> None:
+    out = io.BytesIO()
+    with av.open(out, "w", format="mp4") as container:
+        stream = container.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for index in range(10):
+            frame = av.VideoFrame.from_ndarray(np.zeros((48, 64, 3), np.uint8), "rgb24")
+            frame.pts = index
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    with pytest.raises(InvalidInput, match="unsupported codec"):
+        inspect_video(out.getvalue())
+
+
+@pytest.mark.parametrize(("encoder", "tag"), [("libx265", b"x265 (build"), ("libsvtav1", None)])
+def test_hevc_and_av1_are_copied_without_the_encoders_user_data(encoder: str, tag: bytes | None) -> None:
+    data = mf.encoded_clip(encoder)
+    if tag is not None:
+        assert tag in data  # x265 writes its settings as an SEI in the decoder configuration record
+    facts = inspect_video(data)
+    assert facts.clean_mime == "video/mp4"
+    if tag is not None:
+        assert tag not in facts.clean
+    with av.open(io.BytesIO(facts.clean), "r") as copy:
+        assert len(list(copy.decode(video=0))) == 10
