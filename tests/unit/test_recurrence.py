@@ -106,7 +106,9 @@ def test_class3_sub_daily_by_parts_are_wall_clock_in_the_zone() -> None:
     got = upcoming(schedule("FREQ=HOURLY;BYHOUR=9", datetime(2026, 7, 1, 9, 0, tzinfo=BERLIN)), 2)
     assert walls(got, BERLIN) == ["2026-07-01 09:00+0200", "2026-07-02 09:00+0200"]
     kolkata = ZoneInfo("Asia/Kolkata")
-    got = upcoming(schedule("FREQ=HOURLY;BYMINUTE=0", datetime(2026, 7, 1, 9, 0, tzinfo=kolkata), "Asia/Kolkata"), 3)
+    got = upcoming(
+        schedule("FREQ=HOURLY;BYMINUTE=0", datetime(2026, 7, 1, 9, 0, tzinfo=kolkata), "Asia/Kolkata"), 3
+    )
     assert walls(got, kolkata) == [f"2026-07-01 {hour:02d}:00+0530" for hour in (9, 10, 11)]
 
 
