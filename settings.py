@@ -26,6 +26,12 @@ class Settings(BaseSettings):
     cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
     min_interval_seconds: int = 60
+    # one recurrence call (validate, next due time, upcoming) stops past these; see README "Schedules"
+    recurrence_max_steps: int = 200_000
+    recurrence_max_seconds: float = 1.0
+    recurrence_max_per_period: int = 1440
+    recurrence_max_skipped_periods: int = 1_000_000
+    upcoming_per_request: int = 500  # due times `upcoming` may compute in one request, over every task
     max_upload_bytes: int = 50 * 1024 * 1024
     max_image_pixels: int = 40_000_000
     max_speed_kmh: float = 250.0

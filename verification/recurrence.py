@@ -7,8 +7,10 @@ BYMONTHDAY (not with WEEKLY), BYMONTH, BYHOUR, BYMINUTE, BYSECOND, COUNT (at mos
 (default MO). Any other part, an empty part or a non-ASCII character is refused.
 
 Semantics (RFC 5545 3.3.10 and 3.8.5.3):
-- startsAt is DTSTART and always the first occurrence (it counts towards COUNT), even where the rule
-  itself would not produce it; it keeps its own instant, also the second of two equal wall times.
+- startsAt is DTSTART and the first occurrence (it counts towards COUNT). The rule must produce it
+  (RFC 5545 leaves the set undefined otherwise): a startsAt the rule does not produce is refused with the
+  rule's first occurrence after it as a proposal. startsAt keeps its own instant, also when it is the
+  second of two equal wall times.
 - Every BY part is a wall-clock value in the task's zone. A rule with any BY part, and every DAILY or
   coarser rule, expands in local wall time; each wall time becomes an instant: one that does not exist
   (spring forward) moves forward by the gap, one that exists twice (fall back) is its first instant.
@@ -39,6 +41,7 @@ from verification.rrule_expand import LAST_YEAR, Budget, RecurrenceTooCostly, wa
 from verification.rrule_parse import Freq, Rule, ScheduleError, parse_rrule, rrule_error, zone_of
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "RecurrenceBudget",
     "RecurrenceTooCostly",
     "Schedule",
@@ -109,6 +112,13 @@ def validate_schedule(
     first_two = list(islice(_instants(schedule, zone, endless, starts_at, budget.start()), 2))
     if len(first_two) < 2:
         raise rrule_error(f"the rule never occurs after startsAt (searched up to the year {LAST_YEAR})")
+    if not _produces_dtstart(rule, starts_at, zone, budget.start()):
+        proposal = first_two[1].astimezone(zone).isoformat()
+        raise ScheduleError(
+            "startsAt",
+            f"startsAt must be an occurrence of the rule (it is the first one); the rule's first occurrence "
+            f"after it is {proposal}",
+        )
     sample = _sample(schedule, zone, rule, budget)
     _check_sparsity(rule, first_two + sample, budget.max_skipped_periods)
     gap = _smallest_gap(sample)
@@ -244,6 +254,14 @@ def _instants(
         if rule.until is not None and instant > rule.until:
             return
         yield instant
+
+
+def _produces_dtstart(rule: Rule, starts_at: datetime, zone: ZoneInfo, budget: Budget) -> bool:
+    """Whether the rule itself yields DTSTART (RFC 5545 leaves the set undefined when it does not)."""
+    if _steps_in_utc(rule):
+        return True
+    dtstart = starts_at.astimezone(zone).replace(tzinfo=None, microsecond=0)
+    return next(walls_from(rule, dtstart, dtstart, budget), None) == dtstart
 
 
 def _steps_in_utc(rule: Rule) -> bool:

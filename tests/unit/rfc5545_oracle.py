@@ -201,8 +201,11 @@ def to_exists(wall: datetime, zone: ZoneInfo) -> bool:
     return wall.replace(tzinfo=zone).astimezone(UTC).astimezone(zone).replace(tzinfo=None) == wall
 
 
-def expand(p: Parts, starts_at: datetime, zone_name: str, periods: int, enough: int = 40) -> list[datetime]:
-    """The recurrence set as UTC instants, DTSTART first, COUNT and UNTIL applied."""
+def expand(
+    p: Parts, starts_at: datetime, zone_name: str, periods: int, enough: int = 40, with_dtstart: bool = True
+) -> list[datetime]:
+    """The recurrence set as UTC instants, DTSTART first ("always the first instance"), COUNT and UNTIL
+    applied; with_dtstart=False gives what the rule itself produces."""
     zone = ZoneInfo(zone_name)
     has_by = any(
         getattr(p, n) is not None
@@ -217,7 +220,8 @@ def expand(p: Parts, starts_at: datetime, zone_name: str, periods: int, enough: 
             starts_at.astimezone(UTC) if w == dtstart else to_instant(w, zone)
             for w in walls(p, dtstart, periods, enough)
         ]
-        instants.append(starts_at.astimezone(UTC))
+        if with_dtstart:
+            instants.append(starts_at.astimezone(UTC))
     ordered = sorted({i for i in instants if i >= starts_at})
     if p.until is not None:
         ordered = [i for i in ordered if i <= until_instant(p.until, zone)]
