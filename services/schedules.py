@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from verification.recurrence import (
     RecurrenceTooCostly,
     Schedule,
     ScheduleError,
+    count_ends_at,
     occurrences_after,
     validate_schedule,
 )
@@ -50,19 +51,27 @@ def schedule_of(task: Task) -> Schedule:
         timezone=task.timezone,
         window_seconds=task.window_seconds,
         grace_seconds=task.grace_seconds,
+        count_ends_at=task.count_ends_at,
     )
 
 
-async def check_schedule(schedule: Schedule, *, min_interval_seconds: int, budget: RecurrenceBudget) -> None:
-    """Validate off the event loop; call it before any transaction opens (it may spend the whole budget)."""
+async def check_schedule(
+    schedule: Schedule, *, min_interval_seconds: int, budget: RecurrenceBudget
+) -> Schedule:
+    """Validate off the event loop; call it before any transaction opens (it may spend the whole budget).
+
+    Returns the schedule with its COUNT end found, to be stored with it."""
     try:
-        await asyncio.to_thread(
-            validate_schedule, schedule, min_interval_seconds=min_interval_seconds, budget=budget
-        )
+        return await asyncio.to_thread(_checked, schedule, min_interval_seconds, budget)
     except ScheduleError as exc:
         field = f"{SCHEDULE_FIELD}.{exc.field}"
         message = exc.message.removeprefix(f"{exc.field}: ")
         raise BadInput(field, f"{field}: {message}") from None
+
+
+def _checked(schedule: Schedule, min_interval_seconds: int, budget: RecurrenceBudget) -> Schedule:
+    validate_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=budget)
+    return replace(schedule, count_ends_at=count_ends_at(schedule, budget=budget))
 
 
 @dataclass(frozen=True)

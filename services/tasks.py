@@ -38,8 +38,11 @@ async def create_task(
     title = check_title(draft.title)
     description = check_description(draft.description)
     check_rules(draft)
-    draft = replace(draft, schedule=whole_seconds(draft.schedule))
-    await check_schedule(draft.schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence)
+    schedule = whole_seconds(draft.schedule)
+    schedule = await check_schedule(
+        schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
+    )
+    draft = replace(draft, schedule=schedule)
     due = await prefetch_due_times(draft.schedule, _before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
@@ -56,6 +59,7 @@ async def create_task(
             timezone=draft.schedule.timezone,
             window_seconds=draft.schedule.window_seconds,
             grace_seconds=draft.schedule.grace_seconds,
+            count_ends_at=draft.schedule.count_ends_at,
             gps_latitude=draft.gps.latitude if draft.gps else None,
             gps_longitude=draft.gps.longitude if draft.gps else None,
             gps_radius_meters=draft.gps.radius_meters if draft.gps else None,
@@ -124,7 +128,9 @@ async def update_task(
         checked, due = await _checked_schedule(owner, task_id, patch.schedule, min_interval_seconds, timing)
         async with write_transaction():
             task = await _owned_task_locked(owner, task_id)
-            if patch.schedule is not None and _new_schedule(task, patch.schedule) != checked:
+            if patch.schedule is not None and (
+                checked is None or _new_schedule(task, patch.schedule) != replace(checked, count_ends_at=None)
+            ):
                 continue  # edited meanwhile: check the schedule it has now
             await _apply_update(task, title, description, patch, checked, due, timing)
             return task
@@ -147,7 +153,9 @@ async def _checked_schedule(
     if current is None or str(current.owner_id) != str(owner.id):
         return None, None  # the locked read answers NOT_FOUND or FORBIDDEN without judging the input
     schedule = _new_schedule(current, patch)
-    await check_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence)
+    schedule = await check_schedule(
+        schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
+    )
     return schedule, await prefetch_due_times(schedule, _before(schedule.starts_at), timing.recurrence)
 
 
@@ -195,6 +203,7 @@ async def _replan(task: Task, schedule: Schedule, timing: ChainTiming, due: DueT
     now = await db_now()
     task.starts_at, task.rrule, task.timezone = schedule.starts_at, schedule.rrule, schedule.timezone
     task.window_seconds, task.grace_seconds = schedule.window_seconds, schedule.grace_seconds
+    task.count_ends_at = schedule.count_ends_at
     task.chain_version += 1
     await task.save()
     await cancel_open_instance(task, now)

@@ -3,7 +3,7 @@
 Supported RRULE subset (names and values case-insensitive, optional "RRULE:" prefix): FREQ
 (SECONDLY..YEARLY), INTERVAL, BYDAY (ordinals such as 1MO or -1FR only with MONTHLY/YEARLY: at most 5
 within a month, 53 within a year; a list may mix plain and ordinal days, and then means their union),
-BYMONTHDAY (not with WEEKLY), BYMONTH, BYHOUR, BYMINUTE, BYSECOND, COUNT (at most 100000), UNTIL, WKST
+BYMONTHDAY (not with WEEKLY), BYMONTH, BYHOUR, BYMINUTE, BYSECOND, COUNT (at most 10000), UNTIL, WKST
 (default MO). Any other part, an empty part or a non-ASCII character is refused.
 
 Semantics (RFC 5545 3.3.10 and 3.8.5.3):
@@ -46,6 +46,7 @@ __all__ = [
     "RecurrenceTooCostly",
     "Schedule",
     "ScheduleError",
+    "count_ends_at",
     "next_occurrence",
     "occurrences_after",
     "smallest_gap_seconds",
@@ -68,6 +69,7 @@ class Schedule:
     timezone: str
     window_seconds: int
     grace_seconds: int
+    count_ends_at: datetime | None = None  # a COUNT rule's last occurrence, when already known
 
 
 @dataclass(frozen=True)
@@ -198,8 +200,10 @@ def occurrences_after(
         return [starts_at.astimezone(UTC)] if starts_at > after else []
     zone = zone_of(schedule.timezone)
     rule = parse_rrule(schedule.rrule, zone)
-    last = _last_of_count(schedule.starts_at, schedule.rrule, schedule.timezone, budget)
     if rule.count is not None:
+        last = schedule.count_ends_at or _last_of_count(
+            schedule.starts_at, schedule.rrule, schedule.timezone, budget
+        )
         rule = replace(rule, count=None, until=last)
     upcoming = (at for at in _instants(schedule, zone, rule, after, budget.start()) if at > after)
     return list(islice(upcoming, count))
@@ -211,6 +215,13 @@ def next_occurrence(
     """The first due time strictly after `after`, or None once the schedule is exhausted."""
     upcoming = occurrences_after(schedule, after, 1, budget=budget)
     return upcoming[0] if upcoming else None
+
+
+def count_ends_at(schedule: Schedule, *, budget: RecurrenceBudget = DEFAULT_BUDGET) -> datetime | None:
+    """A COUNT rule's last occurrence (to store with the schedule); None for every other schedule."""
+    if schedule.rrule is None:
+        return None
+    return _last_of_count(schedule.starts_at, schedule.rrule, schedule.timezone, budget)
 
 
 def smallest_gap_seconds(schedule: Schedule, *, budget: RecurrenceBudget = DEFAULT_BUDGET) -> float | None:

@@ -41,7 +41,7 @@ _INT = re.compile(r"[+-]?[0-9]{1,9}")
 _BYDAY = re.compile(r"([+-]?[0-9]{1,2})?(MO|TU|WE|TH|FR|SA|SU)")
 _UNTIL = re.compile(r"([0-9]{8})(?:T([0-9]{6})(Z?))?")
 _MAX_INTERVAL = 1_000_000
-MAX_COUNT = 100_000
+MAX_COUNT = 10_000  # the walk to the last occurrence stays well inside the budget
 MAX_RRULE_LENGTH = 500  # the column's width
 _NOT_ZONES = frozenset({"Factory", "localtime", "posixrules"})  # keys that exist but name no place's clock
 
