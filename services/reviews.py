@@ -28,7 +28,15 @@ from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
 from services.media_proofs import MediaPolicy, inspect_photo_bytes, media_reason, media_verification
-from services.proofs import ProofTarget, new_verification, proof_target, record_rejected, window_reason
+from services.proofs import (
+    ProofTarget,
+    new_verification,
+    planned_due_times,
+    proof_target,
+    record_rejected,
+    window_reason,
+)
+from services.schedules import DueTimes
 from services.tasks import is_active_partner
 
 MAX_NOTE = 2000
@@ -70,10 +78,11 @@ async def request_review(
     else:
         reason = window_reason(target, arrival)
         draft = new_verification(target, arrival, note=note)
+    due = await planned_due_times(target, timing) if reason is None else None
     async with write_transaction():
         task = await lock_task(str(target.task.id))
         if reason is None:
-            requested = await _open_review(task, target, draft, arrival, timing)
+            requested = await _open_review(task, target, draft, arrival, timing, due)
             if requested is not None:
                 return requested
             reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile
@@ -81,7 +90,12 @@ async def request_review(
 
 
 async def _open_review(
-    task: Task, target: ProofTarget, draft: Verification, arrival: datetime, timing: ChainTiming
+    task: Task,
+    target: ProofTarget,
+    draft: Verification,
+    arrival: datetime,
+    timing: ChainTiming,
+    due: DueTimes | None,
 ) -> Verification | None:
     deadline = review_deadline(task, target.instance.due_at)
     moved = await TaskInstance.filter(
@@ -95,7 +109,7 @@ async def _open_review(
     await draft.save()
     await record_event(EventType.REVIEW_REQUESTED, task, instance, arrival, draft)
     if task.state is TaskState.ACTIVE and task.deleted_at is None:
-        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing)
+        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing, due=due)
     return draft
 
 
