@@ -40,6 +40,11 @@ RULES = [
     ("FREQ=MINUTELY;INTERVAL=90;BYDAY=SA,SU", "Australia/Lord_Howe"),
     ("FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8,12,16;BYMINUTE=0,30", "Europe/Berlin"),
     ("FREQ=YEARLY;BYMONTHDAY=1,15;BYHOUR=0,6,12,18", "Pacific/Chatham"),
+    (
+        "FREQ=DAILY;BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=" + ",".join(map(str, range(60))),
+        "Europe/Berlin",
+    ),
+    ("FREQ=MINUTELY;BYHOUR=" + ",".join(map(str, range(24))), "America/St_Johns"),
     ("FREQ=DAILY;COUNT=10000", "Europe/Berlin"),
     ("FREQ=WEEKLY;BYDAY=TU;COUNT=5000", "America/Sao_Paulo"),
 ]

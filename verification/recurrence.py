@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from itertools import islice, pairwise
+from itertools import chain, islice, pairwise
 from zoneinfo import ZoneInfo
 
 from verification.rrule_expand import LAST_YEAR, Budget, RecurrenceTooCostly, walls_from
@@ -57,8 +57,6 @@ _MAX_SPAN_SECONDS = 366 * 86400
 _YEARS = (1900, 9000)
 _SAMPLE_SPAN = timedelta(days=731)  # two years: every clock change of the zone at least once
 _SAMPLE_SIZE = 1000
-# UTC offsets lie within -12 h..+14 h, so a wall time's instant lies within 14 h of it (a gap only adds)
-_LOOK_BEHIND = timedelta(hours=15)
 _UNIT_SECONDS = {Freq.HOURLY: 3600, Freq.MINUTELY: 60, Freq.SECONDLY: 1}
 
 
@@ -292,24 +290,42 @@ def _utc_steps(rule: Rule, starts_at: datetime, near: datetime) -> Iterator[date
 def _wall_instants(
     rule: Rule, starts_at: datetime, zone: ZoneInfo, near: datetime, budget: Budget
 ) -> Iterator[datetime]:
-    """Wall times mapped to instants, put in order through a heap that holds about a day of them."""
+    """Wall times mapped to ascending distinct instants.
+
+    Existing wall times (first instant of a fold) map in order; only a wall time inside a gap moves
+    forward past later ones, so those wait in a heap until an existing one passes them.
+    """
     dtstart = starts_at.astimezone(zone).replace(tzinfo=None)
-    begin = max(dtstart, near.astimezone(UTC).replace(tzinfo=None) - _LOOK_BEHIND)
-    pending: list[datetime] = [starts_at] if begin <= dtstart else []
+    begin = max(dtstart, _first_wall_needed(zone, near))
+    walls = chain([dtstart] if begin <= dtstart else [], walls_from(rule, dtstart, begin, budget))
+    moved: list[datetime] = []
     last: datetime | None = None
-    for wall in walls_from(rule, dtstart, begin, budget):
-        heapq.heappush(pending, starts_at if wall == dtstart else wall.replace(tzinfo=zone).astimezone(UTC))
-        settled = wall.replace(tzinfo=UTC) - _LOOK_BEHIND  # no later wall maps before this
-        while pending and pending[0] < settled:
-            instant = heapq.heappop(pending)
-            if instant >= starts_at and (last is None or instant > last):
-                last = instant
-                yield instant
-    while pending:
-        instant = heapq.heappop(pending)
+    for wall in walls:
+        instant = starts_at if wall == dtstart else wall.replace(tzinfo=zone).astimezone(UTC)
+        if instant.astimezone(zone).replace(tzinfo=None) != wall and wall != dtstart:
+            heapq.heappush(moved, instant)
+            continue
+        while moved and moved[0] < instant:
+            earlier = heapq.heappop(moved)
+            if earlier >= starts_at and (last is None or earlier > last):
+                last = earlier
+                yield earlier
         if instant >= starts_at and (last is None or instant > last):
             last = instant
             yield instant
+    for instant in sorted(moved):
+        if instant >= starts_at and (last is None or instant > last):
+            last = instant
+            yield instant
+
+
+def _first_wall_needed(zone: ZoneInfo, near: datetime) -> datetime:
+    """The earliest wall time whose instant can come after `near`: near's own, or earlier by a recent gap."""
+    offsets = [
+        (near - timedelta(days=days)).astimezone(zone).utcoffset() or timedelta(0) for days in (0, 1, 2)
+    ]
+    moved_by = max(timedelta(0), offsets[0] - min(offsets))
+    return near.astimezone(zone).replace(tzinfo=None) - moved_by - timedelta(seconds=1)
 
 
 def _sample(schedule: Schedule, zone: ZoneInfo, rule: Rule, budget: RecurrenceBudget) -> list[datetime]:

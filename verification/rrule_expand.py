@@ -8,6 +8,7 @@ Every step is charged to a Budget, which stops the walk with RecurrenceTooCostly
 from __future__ import annotations
 
 import time as clock
+from bisect import bisect_left
 from calendar import monthrange
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -102,7 +103,8 @@ def walls_from(rule: Rule, dtstart: datetime, start: datetime, budget: Budget) -
             if day < first_day or not _day_aligned(pattern, day):
                 continue
             budget.spend()
-            for wall in _walls_of_day(pattern, day, budget):
+            # on the first day, skip the hours before `start` rather than build and drop them
+            for wall in _walls_of_day(pattern, day, budget, start.hour if day == start.date() else 0):
                 if wall >= start:
                     yield wall
         year, month = (year, month + 1) if month < 12 else (year + 1, 1)
@@ -187,10 +189,10 @@ def _weekday_matches(pattern: _Pattern, day: date, month_length: int) -> bool:
     return (first, weekday) in pattern.ordinals or (last, weekday) in pattern.ordinals
 
 
-def _walls_of_day(pattern: _Pattern, day: date, budget: Budget) -> Iterator[datetime]:
+def _walls_of_day(pattern: _Pattern, day: date, budget: Budget, from_hour: int) -> Iterator[datetime]:
     rule = pattern.rule
     if rule.freq >= Freq.DAILY:
-        for wall_time in pattern.times:
+        for wall_time in pattern.times[bisect_left(pattern.times, time(from_hour)) :]:
             yield datetime.combine(day, wall_time)
         return
     # finer than daily: the periods of the day on the interval grid, each expanded by its finer BY parts
@@ -200,7 +202,7 @@ def _walls_of_day(pattern: _Pattern, day: date, budget: Budget) -> Iterator[date
         dtstart.toordinal() * 86400
         + (dtstart.hour * 3600 + dtstart.minute * 60 + dtstart.second) // unit * unit
     )
-    hours = rule.byhour or range(24)
+    hours = [hour for hour in rule.byhour or range(24) if hour >= from_hour]
     minutes = rule.byminute or (range(60) if rule.freq <= Freq.MINUTELY else (dtstart.minute,))
     seconds = rule.bysecond or (range(60) if rule.freq == Freq.SECONDLY else (dtstart.second,))
     base = day.toordinal() * 86400
