@@ -37,6 +37,12 @@ from functools import lru_cache
 from itertools import chain, islice, pairwise
 from zoneinfo import ZoneInfo
 
+from verification.recurrence_budget import (
+    DEFAULT_BUDGET,
+    RecurrenceBudget,
+    check_density,
+    check_sparsity,
+)
 from verification.rrule_expand import LAST_YEAR, Budget, RecurrenceTooCostly, walls_from
 from verification.rrule_parse import Freq, Rule, ScheduleError, parse_rrule, rrule_error, zone_of
 
@@ -70,22 +76,6 @@ class Schedule:
     count_ends_at: datetime | None = None  # a COUNT rule's last occurrence, when already known
 
 
-@dataclass(frozen=True)
-class RecurrenceBudget:
-    """How much work one call may do: calendar steps walked, and seconds of CPU time on the clock."""
-
-    max_steps: int = 200_000
-    max_seconds: float = 1.0
-    max_per_period: int = 1440  # occurrences one FREQ period may expand to (a day has 1440 minutes)
-    max_skipped_periods: int = 1_000_000  # sub-daily: FREQ periods walked past between two occurrences
-
-    def start(self) -> Budget:
-        return Budget(self.max_steps, self.max_seconds)
-
-
-DEFAULT_BUDGET = RecurrenceBudget()
-
-
 def validate_schedule(
     schedule: Schedule, *, min_interval_seconds: int, budget: RecurrenceBudget = DEFAULT_BUDGET
 ) -> None:
@@ -109,18 +99,19 @@ def validate_schedule(
         raise rrule_error("UNTIL is before startsAt")
     check_density(rule, budget.max_per_period)
     endless = replace(rule, count=None, until=None)
-    first_two = list(islice(_instants(schedule, zone, endless, starts_at, budget.start()), 2))
+    spent = budget.start()  # one budget for the whole validation
+    first_two = list(islice(_instants(schedule, zone, endless, starts_at, spent), 2))
     if len(first_two) < 2:
         raise rrule_error(f"the rule never occurs after startsAt (searched up to the year {LAST_YEAR})")
-    if not _produces_dtstart(rule, starts_at, zone, budget.start()):
+    if not _produces_dtstart(rule, starts_at, zone, spent):
         proposal = first_two[1].astimezone(zone).isoformat()
         raise ScheduleError(
             "startsAt",
             f"startsAt must be an occurrence of the rule (it is the first one); the rule's first occurrence "
             f"after it is {proposal}",
         )
-    sample = _sample(schedule, zone, rule, budget)
-    _check_sparsity(rule, first_two + sample, budget.max_skipped_periods)
+    sample = _sample(schedule, zone, rule, spent)
+    check_sparsity(rule, first_two + sample, budget.max_skipped_periods)
     gap = _smallest_gap(sample)
     _last_of_count(schedule.starts_at, schedule.rrule, schedule.timezone, budget)
     if gap is None:
@@ -136,54 +127,6 @@ def validate_schedule(
             "windowSeconds",
             f"windowSeconds + graceSeconds ({span} s) must not exceed "
             f"the smallest gap between occurrences ({int(gap)} s)",
-        )
-
-
-def check_density(rule: Rule, max_per_period: int) -> None:
-    """Refuse a rule whose BY parts expand one FREQ period into more occurrences than the budget."""
-    per_period = _per_period_bound(rule)
-    if per_period > max_per_period:
-        raise rrule_error(
-            f"the rule is denser than the recurrence budget: one {rule.freq.name} period expands to up to "
-            f"{per_period} occurrences (at most {max_per_period}); use a finer FREQ with fewer BY values"
-        )
-
-
-def _per_period_bound(rule: Rule) -> int:
-    def size(part: tuple[int, ...] | None, absent: int) -> int:
-        return len(part) if part is not None else absent
-
-    if rule.freq < Freq.DAILY:
-        finer = {
-            Freq.HOURLY: size(rule.byminute, 1) * size(rule.bysecond, 1),
-            Freq.MINUTELY: size(rule.bysecond, 1),
-        }
-        return finer.get(rule.freq, 1)
-    times = size(rule.byhour, 1) * size(rule.byminute, 1) * size(rule.bysecond, 1)
-    byday = rule.byday or ()
-    weekly = len([day for day in byday if day[0] is None])
-    month_days = size(rule.bymonthday, 0) or min(31, 5 * weekly + len(byday) - weekly) or 1
-    days = {
-        Freq.DAILY: 1,
-        Freq.WEEKLY: weekly or 1,
-        Freq.MONTHLY: month_days,
-        Freq.YEARLY: size(rule.bymonth, 12) * month_days
-        if rule.bymonthday or rule.bymonth
-        else 53 * weekly + len(byday) - weekly or 1,
-    }[rule.freq]
-    return days * times
-
-
-def _check_sparsity(rule: Rule, sample: list[datetime], max_skipped: int) -> None:
-    """Refuse a sub-daily rule that walks past more of its periods between occurrences than the budget."""
-    if rule.freq >= Freq.DAILY or not sample:
-        return
-    stride = _UNIT_SECONDS[rule.freq] * rule.interval
-    widest = max((later - earlier).total_seconds() for earlier, later in pairwise(sorted(set(sample))))
-    if widest / stride > max_skipped:
-        raise rrule_error(
-            f"the rule is sparser than the recurrence budget: it passes {int(widest // stride)} of its "
-            f"{rule.freq.name} periods between two occurrences (at most {max_skipped}); use a coarser FREQ"
         )
 
 
@@ -227,7 +170,7 @@ def smallest_gap_seconds(schedule: Schedule, *, budget: RecurrenceBudget = DEFAU
     if schedule.rrule is None:
         return None
     zone = zone_of(schedule.timezone)
-    return _smallest_gap(_sample(schedule, zone, parse_rrule(schedule.rrule, zone), budget))
+    return _smallest_gap(_sample(schedule, zone, parse_rrule(schedule.rrule, zone), budget.start()))
 
 
 @lru_cache(maxsize=4096)
@@ -328,9 +271,9 @@ def _first_wall_needed(zone: ZoneInfo, near: datetime) -> datetime:
     return near.astimezone(zone).replace(tzinfo=None) - moved_by - timedelta(seconds=1)
 
 
-def _sample(schedule: Schedule, zone: ZoneInfo, rule: Rule, budget: RecurrenceBudget) -> list[datetime]:
+def _sample(schedule: Schedule, zone: ZoneInfo, rule: Rule, budget: Budget) -> list[datetime]:
     """The first occurrences (at most 1000, over at most 2 years), COUNT applied."""
-    stream = _instants(schedule, zone, replace(rule, count=None), schedule.starts_at, budget.start())
+    stream = _instants(schedule, zone, replace(rule, count=None), schedule.starts_at, budget)
     sample: list[datetime] = []
     for instant in islice(stream, min(rule.count or _SAMPLE_SIZE, _SAMPLE_SIZE)):
         if sample and instant > sample[0] + _SAMPLE_SPAN:
