@@ -28,7 +28,7 @@ class Settings(BaseSettings):
     min_interval_seconds: int = 60
     # one recurrence call (validate, next due time, upcoming) stops past these; see README "Schedules"
     recurrence_max_steps: int = 200_000
-    recurrence_max_seconds: float = 1.0
+    recurrence_max_seconds: float = 2.0
     recurrence_max_per_period: int = 1440
     recurrence_max_skipped_periods: int = 1_000_000
     upcoming_per_request: int = 500  # due times `upcoming` may compute in one request, over every task

@@ -27,7 +27,7 @@ from verification.recurrence import (
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 AGES = (1, 10, 50)
-REPEATS = 30
+REPEATS = 200
 BASELINE_CAP_S = 2.0
 RULES = [
     ("FREQ=DAILY", "Europe/Berlin"),
