@@ -32,6 +32,12 @@ class Settings(BaseSettings):
     stream_heartbeat_seconds: float = 15.0  # SSE/multipart heartbeats and legacy websocket `ka`
 
     min_interval_seconds: int = 60
+    # one recurrence call (validate, next due time, upcoming) stops past these; see README "Schedules"
+    recurrence_max_steps: int = 200_000
+    recurrence_max_seconds: float = 2.0
+    recurrence_max_per_period: int = 1440
+    recurrence_max_skipped_periods: int = 1_000_000
+    upcoming_per_request: int = 500  # due times `upcoming` may compute in one request, over every task
     max_upload_bytes: int = 50 * 1024 * 1024
     max_image_pixels: int = 40_000_000
     max_decode_bytes: int = 256 * 1024 * 1024  # estimated from a photo's header before decoding

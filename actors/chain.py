@@ -10,6 +10,7 @@ import dramatiq
 
 from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, fire, fire_batch
 from services.messaging import CHAIN_QUEUE
+from services.schedules import recurrence_budget
 from settings import get_settings
 
 log = logging.getLogger("proofloop.chain")
@@ -17,12 +18,14 @@ log = logging.getLogger("proofloop.chain")
 
 @dramatiq.actor(actor_name=FIRE_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
 async def fire_link(instance_id: str, link_no: int) -> None:
-    timing = ChainTiming(link_horizon_seconds=get_settings().link_horizon_seconds)
+    settings = get_settings()
+    timing = ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
     outcome = await fire(instance_id, link_no, timing)
     log.debug("fired %s link %d: %s", instance_id, link_no, outcome.value, extra={"instance_id": instance_id})
 
 
 @dramatiq.actor(actor_name=FIRE_BATCH_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
 async def fire_links(links: list[list[object]]) -> None:
-    timing = ChainTiming(link_horizon_seconds=get_settings().link_horizon_seconds)
+    settings = get_settings()
+    timing = ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
     await fire_batch([(str(instance_id), int(str(link_no))) for instance_id, link_no in links], timing)

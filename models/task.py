@@ -23,6 +23,8 @@ class Task(Model):
     timezone = fields.CharField(max_length=64)
     window_seconds = fields.IntField()
     grace_seconds = fields.IntField()
+    # a COUNT rule's last due time, found once when the schedule is set (NULL for other rules)
+    count_ends_at = fields.DatetimeField(null=True)
 
     gps_latitude = fields.FloatField(null=True)
     gps_longitude = fields.FloatField(null=True)

@@ -19,11 +19,12 @@ from services import tasks
 from services.chain import ChainTiming
 from services.errors import BadInput, NotFound
 from services.ids import is_uuid
+from services.schedules import recurrence_budget
 from settings import Settings
 
 
 def chain_timing(settings: Settings) -> ChainTiming:
-    return ChainTiming(link_horizon_seconds=settings.link_horizon_seconds)
+    return ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
 
 
 async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:

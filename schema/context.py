@@ -19,7 +19,7 @@ from models import Task, TaskInstance, User, Verification
 from services.accounts import Session, authenticate, bearer_token
 from services.db import db_now
 from services.decode_gate import DecodeGate
-from services.errors import Unauthenticated
+from services.errors import BadInput, Unauthenticated
 from services.passwords import PasswordHashing
 from settings import Settings
 
@@ -81,6 +81,7 @@ class Context:
     connection_params: dict[str, Any] | None = None
     session: Session | None = None
     _now: datetime | None = None
+    upcoming_spent: int = 0  # due times `upcoming` computed for this request (PROOFLOOP_UPCOMING_PER_REQUEST)
 
     def token(self) -> str | None:
         if self.connection_params is not None:
@@ -138,10 +139,18 @@ class Context:
         elapsed = (before + time.monotonic()) / 2 - started
         return now - timedelta(seconds=max(0.0, elapsed))
 
+    def spend_upcoming(self, count: int) -> None:
+        """Charge `count` due times to this request; BAD_USER_INPUT past the per-request cap."""
+        cap = self.settings.upcoming_per_request
+        if self.upcoming_spent + count > cap:
+            raise BadInput("first", f"upcoming: at most {cap} due times per request, over all tasks")
+        self.upcoming_spent += count
+
     def refresh_loaders(self) -> None:
         """Subscriptions live long: each pushed event reads fresh rows (and the clock anew)."""
         self.loaders = Loaders()
         self._now = None
+        self.upcoming_spent = 0
 
 
 Info = StrawberryInfo[Context, None]

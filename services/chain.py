@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from tortoise.expressions import F
@@ -31,7 +31,8 @@ from services.chain_sql import mark_missed, read_instance_locking_task
 from services.db import write_transaction
 from services.events import record_event
 from services.messaging import Outgoing, send, send_after_commit
-from services.schedules import next_due_after, window_of
+from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
+from verification.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 
 log = logging.getLogger("proofloop.chain")
 
@@ -46,6 +47,7 @@ OPEN_STATUSES = (InstanceStatus.PENDING, InstanceStatus.PENDING_REVIEW)
 @dataclass(frozen=True)
 class ChainTiming:
     link_horizon_seconds: float
+    recurrence: RecurrenceBudget = DEFAULT_BUDGET
 
 
 class FireOutcome(StrEnum):
@@ -67,14 +69,15 @@ async def lock_task(task_id: str) -> Task:
 
 
 async def plan_next_instance(
-    task: Task, *, after: datetime, now: datetime, timing: ChainTiming
+    task: Task, *, after: datetime, now: datetime, timing: ChainTiming, due: DueTimes | None = None
 ) -> TaskInstance | None:
     """Plan the first occurrence due after max(after, now); END the task when the rule is exhausted.
 
-    Runs inside the caller's transaction, with the task row locked. Occurrences that fell inside an
+    Runs inside the caller's transaction, with the task row locked: `due` (prefetch_due_times, computed
+    before the transaction) keeps the expansion outside the lock. Occurrences that fell inside an
     outage or a pause are skipped, not mass-MISSED.
     """
-    due_at = next_due_after(task, max(after, now))
+    due_at = await next_due_after(task, max(after, now), timing.recurrence, due)
     if due_at is None:
         task.state = TaskState.ENDED
         await task.save(update_fields=["state", "updated_at"])
@@ -136,6 +139,7 @@ async def cancel_open_instance(
 
 async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutcome:
     """Deliver one link: settle the instance if its fire_at has come, else resend the remainder."""
+    due = await _prefetch_next_due(instance_id, timing)
     async with write_transaction():
         found = await read_instance_locking_task(instance_id)
         if found is None:
@@ -144,12 +148,33 @@ async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutco
         if instance.fire_at is None or instance.status not in OPEN_STATUSES:
             return FireOutcome.NOTHING_OWED
         if instance.status is InstanceStatus.PENDING:
-            return await _settle_pending(task, instance, now, link_no, timing)
+            return await _settle_pending(task, instance, now, link_no, timing, due)
         return await _settle_review(task, instance, now, link_no)
 
 
+async def _prefetch_next_due(instance_id: str, timing: ChainTiming) -> DueTimes | None:
+    """The due times a MISSED settlement will plan from, expanded before the row lock is taken."""
+    instance = (
+        await TaskInstance.filter(id=instance_id, status=InstanceStatus.PENDING)
+        .select_related("task")
+        .first()
+    )
+    if (
+        instance is None
+        or instance.fire_at is None
+        or instance.fire_at > datetime.now(UTC) + timedelta(seconds=5)
+    ):
+        return None  # nothing to plan, or an early link that will only resend
+    return await prefetch_due_times(schedule_of(instance.task), instance.due_at, timing.recurrence)
+
+
 async def _settle_pending(
-    task: Task, instance: TaskInstance, now: datetime, link_no: int, timing: ChainTiming
+    task: Task,
+    instance: TaskInstance,
+    now: datetime,
+    link_no: int,
+    timing: ChainTiming,
+    due: DueTimes | None = None,
 ) -> FireOutcome:
     if (
         task.deleted_at is not None
@@ -167,7 +192,7 @@ async def _settle_pending(
     instance.status = InstanceStatus.MISSED
     observe_settlement(InstanceStatus.MISSED.value, instance.fire_at, now)
     await record_event(EventType.MISSED, task, instance, now)
-    await plan_next_instance(task, after=instance.due_at, now=now, timing=timing)
+    await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
     log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
     return FireOutcome.MISSED
 

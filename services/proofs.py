@@ -30,6 +30,7 @@ from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
+from services.schedules import DueTimes, prefetch_due_times, schedule_of
 from services.tasks import is_active_partner
 from verification.errors import InvalidInput
 from verification.gps import GpsFix, GpsRule, judge_check_in, validate_point
@@ -117,6 +118,7 @@ async def record_proof(
     timing: ChainTiming,
 ) -> Verification:
     """Write the proof's outcome: accepted proofs settle the instance, rejected ones leave it PENDING."""
+    due = await planned_due_times(target, timing) if reason is None else None
     async with write_transaction():
         task = await lock_task(str(target.task.id))
         if reason is None:
@@ -127,13 +129,18 @@ async def record_proof(
                 closes_at__gte=arrival,
             ).update(status=InstanceStatus.VERIFIED, settled_at=arrival, fire_at=None, link_for=None)
             if settled:
-                return await _record_verified(task, draft, arrival, timing)
+                return await _record_verified(task, draft, arrival, timing, due)
             reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile (checked below)
         return await record_rejected(task, draft, reason, arrival)
 
 
+async def planned_due_times(target: ProofTarget, timing: ChainTiming) -> DueTimes:
+    """The due times the next instance is planned from, expanded before the task's row is locked."""
+    return await prefetch_due_times(schedule_of(target.task), target.instance.due_at, timing.recurrence)
+
+
 async def _record_verified(
-    task: Task, draft: Verification, arrival: datetime, timing: ChainTiming
+    task: Task, draft: Verification, arrival: datetime, timing: ChainTiming, due: DueTimes | None
 ) -> Verification:
     instance = await TaskInstance.get(id=draft.instance_id)
     draft.status, draft.decided_at = VerificationStatus.ACCEPTED, arrival
@@ -142,7 +149,7 @@ async def _record_verified(
     await record_event(EventType.VERIFIED, task, instance, arrival, draft)
     if task.state is TaskState.ACTIVE and task.deleted_at is None:
         # the instance left PENDING: the same transaction plans the next one (one PENDING per task)
-        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing)
+        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing, due=due)
     return draft
 
 

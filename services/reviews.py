@@ -29,7 +29,15 @@ from services.events import record_event
 from services.ids import parse_id
 from services.media_proofs import MediaPolicy, MediaUpload, decode_photo, media_reason, record_media_proof
 from services.media_storage import check_quota
-from services.proofs import ProofTarget, new_verification, proof_target, record_rejected, window_reason
+from services.proofs import (
+    ProofTarget,
+    new_verification,
+    planned_due_times,
+    proof_target,
+    record_rejected,
+    window_reason,
+)
+from services.schedules import DueTimes
 from services.tasks import is_active_partner
 
 MAX_NOTE = 2000
@@ -89,10 +97,11 @@ async def _decide_request(
     arrival: datetime,
     timing: ChainTiming,
 ) -> Verification:
+    due = await planned_due_times(target, timing) if reason is None else None
     async with write_transaction():
         task = await lock_task(str(target.task.id))
         if reason is None:
-            requested = await _open_review(task, target, draft, arrival, timing)
+            requested = await _open_review(task, target, draft, arrival, timing, due)
             if requested is not None:
                 return requested
             reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile
@@ -100,7 +109,12 @@ async def _decide_request(
 
 
 async def _open_review(
-    task: Task, target: ProofTarget, draft: Verification, arrival: datetime, timing: ChainTiming
+    task: Task,
+    target: ProofTarget,
+    draft: Verification,
+    arrival: datetime,
+    timing: ChainTiming,
+    due: DueTimes | None,
 ) -> Verification | None:
     deadline = review_deadline(task, target.instance.due_at)
     moved = await TaskInstance.filter(
@@ -114,7 +128,7 @@ async def _open_review(
     await draft.save()
     await record_event(EventType.REVIEW_REQUESTED, task, instance, arrival, draft)
     if task.state is TaskState.ACTIVE and task.deleted_at is None:
-        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing)
+        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing, due=due)
     return draft
 
 

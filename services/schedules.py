@@ -1,15 +1,47 @@
-"""The bridge from a task row to the pure recurrence rules: the one place that computes due times."""
+"""The bridge from a task row to the pure recurrence rules: the one place that computes due times.
+
+Every expansion runs in a worker thread under the settings' RecurrenceBudget, never on the event loop.
+The chain computes due times before it opens its transaction (prefetch_due_times) and only picks from
+them under the row lock; it expands under the lock only when the prefetch no longer covers the moment.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+import logging
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from models import Task
 from services.errors import BadInput
-from verification.recurrence import Schedule, ScheduleError, occurrences_after, validate_schedule
+from verification.recurrence import (
+    RecurrenceBudget,
+    RecurrenceTooCostly,
+    Schedule,
+    ScheduleError,
+    count_ends_at,
+    occurrences_after,
+    validate_schedule,
+)
+
+if TYPE_CHECKING:
+    from settings import Settings
+
+log = logging.getLogger("proofloop.schedules")
 
 SCHEDULE_FIELD = "input.schedule"
+_PREFETCH = 3  # due times computed ahead: the next one, and slack for a clock that moved meanwhile
+_PREFETCH_SLACK = timedelta(seconds=30)  # the app's clock may run ahead of the database's
+
+
+def recurrence_budget(settings: Settings) -> RecurrenceBudget:
+    return RecurrenceBudget(
+        max_steps=settings.recurrence_max_steps,
+        max_seconds=settings.recurrence_max_seconds,
+        max_per_period=settings.recurrence_max_per_period,
+        max_skipped_periods=settings.recurrence_max_skipped_periods,
+    )
 
 
 def schedule_of(task: Task) -> Schedule:
@@ -19,26 +51,86 @@ def schedule_of(task: Task) -> Schedule:
         timezone=task.timezone,
         window_seconds=task.window_seconds,
         grace_seconds=task.grace_seconds,
+        count_ends_at=task.count_ends_at,
     )
 
 
-async def check_schedule(schedule: Schedule, *, min_interval_seconds: int) -> None:
-    """Validate off the event loop (the never-occurs search is bounded but not free)."""
+async def check_schedule(
+    schedule: Schedule, *, min_interval_seconds: int, budget: RecurrenceBudget
+) -> Schedule:
+    """Validate off the event loop; call it before any transaction opens (it may spend the whole budget).
+
+    Returns the schedule with its COUNT end found, to be stored with it."""
     try:
-        await asyncio.to_thread(validate_schedule, schedule, min_interval_seconds=min_interval_seconds)
+        return await asyncio.to_thread(_checked, schedule, min_interval_seconds, budget)
     except ScheduleError as exc:
         field = f"{SCHEDULE_FIELD}.{exc.field}"
         message = exc.message.removeprefix(f"{exc.field}: ")
         raise BadInput(field, f"{field}: {message}") from None
 
 
-def next_due_after(task: Task, after: datetime) -> datetime | None:
-    due = occurrences_after(schedule_of(task), after, 1)
-    return due[0] if due else None
+def _checked(schedule: Schedule, min_interval_seconds: int, budget: RecurrenceBudget) -> Schedule:
+    validate_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=budget)
+    return replace(schedule, count_ends_at=count_ends_at(schedule, budget=budget))
 
 
-def upcoming(task: Task, after: datetime, count: int) -> list[datetime]:
-    return occurrences_after(schedule_of(task), after, count)
+@dataclass(frozen=True)
+class DueTimes:
+    """The first due times of `schedule` after `after`, computed ahead of a transaction."""
+
+    schedule: Schedule
+    after: datetime
+    times: tuple[datetime, ...]
+    exhausted: bool  # the schedule has no due time beyond the last of `times`
+
+    def first_after(self, moment: datetime, schedule: Schedule) -> tuple[bool, datetime | None]:
+        """(known, due): known is False when these times cannot answer for `moment` and `schedule`."""
+        if schedule != self.schedule or moment < self.after:
+            return False, None
+        later = [at for at in self.times if at > moment]
+        if later:
+            return True, later[0]
+        return self.exhausted, None
+
+
+async def due_times_after(
+    schedule: Schedule, after: datetime, count: int, budget: RecurrenceBudget
+) -> DueTimes:
+    """Expand in a worker thread. A stored rule past the budget counts as exhausted (logged)."""
+    try:
+        times = await asyncio.to_thread(occurrences_after, schedule, after, count, budget=budget)
+    except RecurrenceTooCostly:
+        log.error(
+            "schedule over the recurrence budget; treated as exhausted", extra={"rrule": schedule.rrule}
+        )
+        times = []
+    except ScheduleError:  # a rule stored before today's parser: it has no occurrence we can trust
+        log.error("stored schedule no longer parses; treated as exhausted", extra={"rrule": schedule.rrule})
+        times = []
+    return DueTimes(schedule, after, tuple(times), exhausted=len(times) < count)
+
+
+async def prefetch_due_times(schedule: Schedule, after: datetime, budget: RecurrenceBudget) -> DueTimes:
+    """Due times for planning the next instance after max(after, the database's now), before any lock."""
+    moment = max(after, datetime.now(UTC) - _PREFETCH_SLACK)
+    return await due_times_after(schedule, moment, _PREFETCH, budget)
+
+
+async def next_due_after(
+    task: Task, after: datetime, budget: RecurrenceBudget, prefetched: DueTimes | None = None
+) -> datetime | None:
+    """The task's first due time after `after`: from `prefetched` when it can answer, else expanded now."""
+    schedule = schedule_of(task)
+    if prefetched is not None:
+        known, due = prefetched.first_after(after, schedule)
+        if known:
+            return due
+    found = await due_times_after(schedule, after, 1, budget)
+    return found.times[0] if found.times else None
+
+
+async def upcoming(task: Task, after: datetime, count: int, budget: RecurrenceBudget) -> list[datetime]:
+    return list((await due_times_after(schedule_of(task), after, count, budget)).times)
 
 
 def window_of(task: Task, due_at: datetime) -> tuple[datetime, datetime]:

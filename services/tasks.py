@@ -18,7 +18,7 @@ from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, pla
 from services.db import db_now, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.ids import parse_id
-from services.schedules import check_schedule, next_due_after
+from services.schedules import DueTimes, check_schedule, next_due_after, prefetch_due_times, schedule_of
 from services.task_drafts import (
     PartnerRuleDraft,
     SchedulePatch,
@@ -38,8 +38,12 @@ async def create_task(
     title = check_title(draft.title)
     description = check_description(draft.description)
     check_rules(draft)
-    draft = replace(draft, schedule=whole_seconds(draft.schedule))
-    await check_schedule(draft.schedule, min_interval_seconds=min_interval_seconds)
+    schedule = whole_seconds(draft.schedule)
+    schedule = await check_schedule(
+        schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
+    )
+    draft = replace(draft, schedule=schedule)
+    due = await prefetch_due_times(draft.schedule, _before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
         partner = PartnerRuleDraft(review_window_seconds=86400, on_timeout=ReviewTimeoutPolicy.REJECT)
@@ -55,6 +59,7 @@ async def create_task(
             timezone=draft.schedule.timezone,
             window_seconds=draft.schedule.window_seconds,
             grace_seconds=draft.schedule.grace_seconds,
+            count_ends_at=draft.schedule.count_ends_at,
             gps_latitude=draft.gps.latitude if draft.gps else None,
             gps_longitude=draft.gps.longitude if draft.gps else None,
             gps_radius_meters=draft.gps.radius_meters if draft.gps else None,
@@ -64,7 +69,7 @@ async def create_task(
             review_on_timeout=partner.on_timeout if partner else None,
         )
         # a one-off whose time has passed plans nothing and ends at once
-        await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing)
+        await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing, due=due)
     return task
 
 
@@ -118,24 +123,63 @@ async def update_task(
     title = check_title(patch.title) if patch.title is not None else None
     description = check_description(patch.description)
     check_given_rules(patch.gps, patch.video_min_duration_seconds, patch.partner)
-    async with write_transaction():
-        task = await _owned_task_locked(owner, task_id)
-        if patch.gps is not None and task.method is not VerificationMethod.GPS:
-            raise BadInput("input.gps", "applies only to GPS tasks")
-        if patch.video_min_duration_seconds is not None and task.method is not VerificationMethod.VIDEO:
-            raise BadInput("input.video", "applies only to VIDEO tasks")
-        if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
-            raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
-        schedule = whole_seconds(_patched_schedule(task, patch.schedule)) if patch.schedule else None
-        if schedule is not None:
-            await check_schedule(schedule, min_interval_seconds=min_interval_seconds)
-        _apply_fields(task, title, description, patch)
-        if schedule is not None:
-            await _replan(task, schedule, timing)
-        else:
-            # rule changes apply in place: proofs read the rule from the task row when they arrive
-            await task.save()
-    return task
+    for _ in range(_SCHEDULE_ATTEMPTS):
+        # the schedule is checked and expanded before the row lock, then re-read under it
+        checked, due = await _checked_schedule(owner, task_id, patch.schedule, min_interval_seconds, timing)
+        async with write_transaction():
+            task = await _owned_task_locked(owner, task_id)
+            if patch.schedule is not None and (
+                checked is None or _new_schedule(task, patch.schedule) != replace(checked, count_ends_at=None)
+            ):
+                continue  # edited meanwhile: check the schedule it has now
+            await _apply_update(task, title, description, patch, checked, due, timing)
+            return task
+    raise Conflict("the task's schedule kept changing during this update; try again")
+
+
+_SCHEDULE_ATTEMPTS = 3
+
+
+def _new_schedule(task: Task, patch: SchedulePatch) -> Schedule:
+    return whole_seconds(_patched_schedule(task, patch))
+
+
+async def _checked_schedule(
+    owner: User, task_id: str, patch: SchedulePatch | None, min_interval_seconds: int, timing: ChainTiming
+) -> tuple[Schedule | None, DueTimes | None]:
+    if patch is None:
+        return None, None
+    current = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
+    if current is None or str(current.owner_id) != str(owner.id):
+        return None, None  # the locked read answers NOT_FOUND or FORBIDDEN without judging the input
+    schedule = _new_schedule(current, patch)
+    schedule = await check_schedule(
+        schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
+    )
+    return schedule, await prefetch_due_times(schedule, _before(schedule.starts_at), timing.recurrence)
+
+
+async def _apply_update(
+    task: Task,
+    title: str | None,
+    description: str | None,
+    patch: TaskPatch,
+    schedule: Schedule | None,
+    due: DueTimes | None,
+    timing: ChainTiming,
+) -> None:
+    if patch.gps is not None and task.method is not VerificationMethod.GPS:
+        raise BadInput("input.gps", "applies only to GPS tasks")
+    if patch.video_min_duration_seconds is not None and task.method is not VerificationMethod.VIDEO:
+        raise BadInput("input.video", "applies only to VIDEO tasks")
+    if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
+        raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
+    _apply_fields(task, title, description, patch)
+    if schedule is not None:
+        await _replan(task, schedule, timing, due)
+    else:
+        # rule changes apply in place: proofs read the rule from the task row when they arrive
+        await task.save()
 
 
 def _apply_fields(task: Task, title: str | None, description: str | None, patch: TaskPatch) -> None:
@@ -154,19 +198,20 @@ def _apply_fields(task: Task, title: str | None, description: str | None, patch:
         task.review_on_timeout = patch.partner.on_timeout
 
 
-async def _replan(task: Task, schedule: Schedule, timing: ChainTiming) -> None:
+async def _replan(task: Task, schedule: Schedule, timing: ChainTiming, due: DueTimes | None) -> None:
     """A schedule change cancels the PENDING instance and plans from the new rule (this task only)."""
     now = await db_now()
     task.starts_at, task.rrule, task.timezone = schedule.starts_at, schedule.rrule, schedule.timezone
     task.window_seconds, task.grace_seconds = schedule.window_seconds, schedule.grace_seconds
+    task.count_ends_at = schedule.count_ends_at
     task.chain_version += 1
     await task.save()
     await cancel_open_instance(task, now)
-    if task.state is TaskState.ENDED and next_due_after(task, now) is not None:
+    if task.state is TaskState.ENDED and await next_due_after(task, now, timing.recurrence, due) is not None:
         task.state = TaskState.ACTIVE  # a new schedule revives a task whose old rule ran out
         await task.save(update_fields=["state", "updated_at"])
     if task.state is TaskState.ACTIVE:
-        await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing)
+        await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing, due=due)
 
 
 async def pause_task(owner: User, task_id: str) -> Task:
@@ -185,6 +230,10 @@ async def pause_task(owner: User, task_id: str) -> Task:
 
 
 async def resume_task(owner: User, task_id: str, *, timing: ChainTiming) -> Task:
+    current = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
+    due = None
+    if current is not None and str(current.owner_id) == str(owner.id):
+        due = await prefetch_due_times(schedule_of(current), _before(current.starts_at), timing.recurrence)
     async with write_transaction():
         task = await _owned_task_locked(owner, task_id)
         if task.state is TaskState.ACTIVE:
@@ -192,13 +241,13 @@ async def resume_task(owner: User, task_id: str, *, timing: ChainTiming) -> Task
         if task.state is not TaskState.PAUSED:
             raise Conflict(f"a task in state {task.state.value} cannot be resumed")
         now = await db_now()
-        if next_due_after(task, now) is None:
+        if await next_due_after(task, now, timing.recurrence, due) is None:
             raise Conflict("the task has no occurrence left after now; change its schedule to resume it")
         task.state = TaskState.ACTIVE
         task.chain_version += 1
         await task.save(update_fields=["state", "chain_version", "updated_at"])
         # the first occurrence after now: the paused time is skipped, never MISSED
-        await plan_next_instance(task, after=now, now=now, timing=timing)
+        await plan_next_instance(task, after=now, now=now, timing=timing, due=due)
     return task
 
 

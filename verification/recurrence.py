@@ -1,67 +1,69 @@
 """When a task's instances fall due: a start instant, an optional RFC 5545 RRULE and an IANA zone.
 
 Supported RRULE subset (names and values case-insensitive, optional "RRULE:" prefix): FREQ
-(SECONDLY..YEARLY), INTERVAL, BYDAY (ordinals such as 1MO or -1FR only with MONTHLY/YEARLY), BYMONTHDAY
-(not with WEEKLY), BYMONTH, BYHOUR, BYMINUTE, BYSECOND, COUNT (at most 100000), UNTIL, WKST (default MO).
-Any other part is rejected.
+(SECONDLY..YEARLY), INTERVAL, BYDAY (ordinals such as 1MO or -1FR only with MONTHLY/YEARLY: at most 5
+within a month, 53 within a year; a list may mix plain and ordinal days, and then means their union),
+BYMONTHDAY (not with WEEKLY), BYMONTH, BYHOUR, BYMINUTE, BYSECOND, COUNT (at most 10000), UNTIL, WKST
+(default MO). Any other part, an empty part or a non-ASCII character is refused.
 
-Semantics:
-- DAILY, WEEKLY, MONTHLY and YEARLY keep local wall time: the rule expands from startsAt's wall time in the
-  zone and each wall time maps to an instant with fold=0. A wall time that does not exist (spring forward)
-  moves forward by the gap (02:30 Europe/Berlin on 2026-03-29 -> 03:30 CEST); one that exists twice (fall
-  back) takes the first, summer-time instant. Two wall times that land on the same instant count once.
-- SECONDLY, MINUTELY and HOURLY step in UTC from startsAt, so instants stay evenly spaced through clock
-  changes (no duplicate when clocks fall back, no hole when they spring forward). Their BYHOUR/BYMINUTE/
-  BYSECOND and BYDAY/BYMONTHDAY/BYMONTH therefore refer to the UTC clock and calendar.
-- A day a month lacks is skipped, never moved (RFC 5545): MONTHLY;BYMONTHDAY=31 and a MONTHLY rule starting
-  on the 31st occur only in months with 31 days; a YEARLY rule from 29 February occurs only in leap years.
-- COUNT counts from startsAt. UNTIL is inclusive: "...Z" is a UTC instant, a floating date-time is a wall
-  time in the zone, a bare date includes that whole local day. COUNT with UNTIL is rejected.
-- Results are aware UTC datetimes in whole seconds (startsAt's microseconds are dropped, as dateutil does).
-- A one-off schedule (rrule None) occurs once, at startsAt.
+Semantics (RFC 5545 3.3.10 and 3.8.5.3):
+- startsAt is DTSTART and the first occurrence (it counts towards COUNT). The rule must produce it
+  (RFC 5545 leaves the set undefined otherwise): a startsAt the rule does not produce is refused with the
+  rule's first occurrence after it as a proposal. startsAt keeps its own instant, also when it is the
+  second of two equal wall times.
+- Every BY part is a wall-clock value in the task's zone. A rule with any BY part, and every DAILY or
+  coarser rule, expands in local wall time; each wall time becomes an instant: one that does not exist
+  (spring forward) moves forward by the gap, one that exists twice (fall back) is its first instant.
+  Instants that coincide count once; an instant before startsAt is dropped.
+- A SECONDLY, MINUTELY or HOURLY rule without BY parts steps in UTC from startsAt, so its instants stay
+  evenly spaced through clock changes (no duplicate when clocks fall back, no hole when they spring forward).
+- A day a month lacks is skipped, never moved (MONTHLY;BYMONTHDAY=31 occurs in 31-day months only).
+- COUNT counts distinct instants from startsAt. UNTIL is inclusive: "...Z" is a UTC instant, a floating
+  date-time a wall time in the zone, a bare date the whole local day. COUNT with UNTIL is refused.
+- Results are aware UTC datetimes in whole seconds. A one-off schedule (rrule None) occurs once.
 
-Validation searches a bounded horizon: a rule with no occurrence within 10 years of startsAt counts as
-never occurring, and the smallest gap is measured over the first 1000 occurrences or 2 years, whichever
-ends first.
+Cost: the walk starts next to the instant asked about (skip ahead), so the next occurrence costs the
+calendar distance to it, never the age of the rule; COUNT's last occurrence is found once per rule. Every
+call runs under a RecurrenceBudget and raises RecurrenceTooCostly past it.
 """
 
 from __future__ import annotations
 
-from calendar import isleap
-from collections.abc import Iterable, Iterator
+import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import MAXYEAR, UTC, date, datetime, timedelta, tzinfo
-from itertools import groupby, islice, pairwise, takewhile
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from itertools import chain, islice, pairwise
+from zoneinfo import ZoneInfo
 
-from dateutil.rrule import DAILY, HOURLY, MINUTELY, SECONDLY, WEEKLY, rrule
-
-from verification.rrule_parse import Rule, ScheduleError, parse_rrule, rrule_error
+from verification.recurrence_budget import (
+    DEFAULT_BUDGET,
+    RecurrenceBudget,
+    check_density,
+    check_sparsity,
+)
+from verification.rrule_expand import LAST_YEAR, Budget, RecurrenceTooCostly, walls_from
+from verification.rrule_parse import Freq, Rule, ScheduleError, parse_rrule, rrule_error, zone_of
 
 __all__ = [
+    "DEFAULT_BUDGET",
+    "RecurrenceBudget",
+    "RecurrenceTooCostly",
     "Schedule",
     "ScheduleError",
+    "count_ends_at",
     "next_occurrence",
     "occurrences_after",
     "smallest_gap_seconds",
     "validate_schedule",
 ]
 
-_SUBDAILY = frozenset({HOURLY, MINUTELY, SECONDLY})
-_FIXED_PERIODS = {
-    WEEKLY: timedelta(weeks=1),
-    DAILY: timedelta(days=1),
-    HOURLY: timedelta(hours=1),
-    MINUTELY: timedelta(minutes=1),
-    SECONDLY: timedelta(seconds=1),
-}
 _MAX_SPAN_SECONDS = 366 * 86400
-_YEARS = (1900, 9000)  # keeps every UTC conversion far from datetime's limits
-_HORIZON_YEARS = 10
-_HORIZON = timedelta(days=3653)
-_SAMPLE_SPAN = timedelta(days=731)
+_YEARS = (1900, 9000)
+_SAMPLE_SPAN = timedelta(days=731)  # two years: every clock change of the zone at least once
 _SAMPLE_SIZE = 1000
-_TWIN_LATEST = MAXYEAR - 15  # leaves the horizon plus the sample span before the probe stops at MAXYEAR
+_UNIT_SECONDS = {Freq.HOURLY: 3600, Freq.MINUTELY: 60, Freq.SECONDLY: 1}
 
 
 @dataclass(frozen=True)
@@ -71,16 +73,19 @@ class Schedule:
     timezone: str
     window_seconds: int
     grace_seconds: int
+    count_ends_at: datetime | None = None  # a COUNT rule's last occurrence, when already known
 
 
-def validate_schedule(schedule: Schedule, *, min_interval_seconds: int) -> None:
-    """Raise ScheduleError naming the first invalid field."""
+def validate_schedule(
+    schedule: Schedule, *, min_interval_seconds: int, budget: RecurrenceBudget = DEFAULT_BUDGET
+) -> None:
+    """Raise ScheduleError naming the first invalid field (RecurrenceTooCostly past the budget)."""
     starts_at = schedule.starts_at
     if starts_at.utcoffset() is None:
         raise ScheduleError("startsAt", "startsAt must include a UTC offset")
     if not _YEARS[0] <= starts_at.astimezone(UTC).year <= _YEARS[1]:
         raise ScheduleError("startsAt", f"startsAt must fall between the years {_YEARS[0]} and {_YEARS[1]}")
-    zone = _zone(schedule.timezone)
+    zone = zone_of(schedule.timezone)
     for field, value in (
         ("windowSeconds", schedule.window_seconds),
         ("graceSeconds", schedule.grace_seconds),
@@ -92,10 +97,23 @@ def validate_schedule(schedule: Schedule, *, min_interval_seconds: int) -> None:
     rule = parse_rrule(schedule.rrule, zone)
     if rule.until is not None and rule.until < starts_at.replace(microsecond=0):
         raise rrule_error("UNTIL is before startsAt")
-    sample = _sample(schedule, zone, rule)
-    if not sample:
-        raise rrule_error(f"the rule never occurs (no occurrence within {_HORIZON_YEARS} years of startsAt)")
+    check_density(rule, budget.max_per_period)
+    endless = replace(rule, count=None, until=None)
+    spent = budget.start()  # one budget for the whole validation
+    first_two = list(islice(_instants(schedule, zone, endless, starts_at, spent), 2))
+    if len(first_two) < 2:
+        raise rrule_error(f"the rule never occurs after startsAt (searched up to the year {LAST_YEAR})")
+    if not _produces_dtstart(rule, starts_at, zone, spent):
+        proposal = first_two[1].astimezone(zone).isoformat()
+        raise ScheduleError(
+            "startsAt",
+            f"startsAt must be an occurrence of the rule (it is the first one); the rule's first occurrence "
+            f"after it is {proposal}",
+        )
+    sample = _sample(schedule, zone, rule, spent)
+    check_sparsity(rule, first_two + sample, budget.max_skipped_periods)
     gap = _smallest_gap(sample)
+    _last_of_count(schedule.starts_at, schedule.rrule, schedule.timezone, budget)
     if gap is None:
         return
     if gap < min_interval_seconds:
@@ -112,127 +130,156 @@ def validate_schedule(schedule: Schedule, *, min_interval_seconds: int) -> None:
         )
 
 
-def occurrences_after(schedule: Schedule, after: datetime, count: int) -> list[datetime]:
+def occurrences_after(
+    schedule: Schedule, after: datetime, count: int, *, budget: RecurrenceBudget = DEFAULT_BUDGET
+) -> list[datetime]:
     """The next `count` due times strictly after `after`, ascending, as aware UTC datetimes."""
     if count <= 0:
         return []
+    starts_at = schedule.starts_at.replace(microsecond=0)
     if schedule.rrule is None:
-        return [schedule.starts_at.astimezone(UTC)] if schedule.starts_at > after else []
-    zone = _zone(schedule.timezone)
+        return [starts_at.astimezone(UTC)] if starts_at > after else []
+    zone = zone_of(schedule.timezone)
     rule = parse_rrule(schedule.rrule, zone)
-    frame, dtstart = _frame(schedule, zone, rule)
-    rule, dtstart = _fast_forward(rule, dtstart, after.astimezone(frame).replace(tzinfo=None))
-    upcoming = (at for at in _instants(_expand(rule, dtstart), frame, rule.until) if at > after)
+    if rule.count is not None:
+        last = schedule.count_ends_at or _last_of_count(
+            schedule.starts_at, schedule.rrule, schedule.timezone, budget
+        )
+        rule = replace(rule, count=None, until=last)
+    upcoming = (at for at in _instants(schedule, zone, rule, after, budget.start()) if at > after)
     return list(islice(upcoming, count))
 
 
-def next_occurrence(schedule: Schedule, after: datetime) -> datetime | None:
+def next_occurrence(
+    schedule: Schedule, after: datetime, *, budget: RecurrenceBudget = DEFAULT_BUDGET
+) -> datetime | None:
     """The first due time strictly after `after`, or None once the schedule is exhausted."""
-    upcoming = occurrences_after(schedule, after, 1)
+    upcoming = occurrences_after(schedule, after, 1, budget=budget)
     return upcoming[0] if upcoming else None
 
 
-def smallest_gap_seconds(schedule: Schedule) -> float | None:
+def count_ends_at(schedule: Schedule, *, budget: RecurrenceBudget = DEFAULT_BUDGET) -> datetime | None:
+    """A COUNT rule's last occurrence (to store with the schedule); None for every other schedule."""
+    if schedule.rrule is None:
+        return None
+    return _last_of_count(schedule.starts_at, schedule.rrule, schedule.timezone, budget)
+
+
+def smallest_gap_seconds(schedule: Schedule, *, budget: RecurrenceBudget = DEFAULT_BUDGET) -> float | None:
     """Smallest gap between consecutive occurrences over a bounded sample; None for fewer than two."""
     if schedule.rrule is None:
         return None
-    zone = _zone(schedule.timezone)
-    return _smallest_gap(_sample(schedule, zone, parse_rrule(schedule.rrule, zone)))
+    zone = zone_of(schedule.timezone)
+    return _smallest_gap(_sample(schedule, zone, parse_rrule(schedule.rrule, zone), budget.start()))
 
 
-def _zone(name: str) -> ZoneInfo:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):  # ValueError/OSError: malformed keys, directories
-        raise ScheduleError("timezone", f"timezone {name!r} is not a known IANA time zone") from None
+@lru_cache(maxsize=4096)
+def _last_of_count(
+    starts_at: datetime, rrule: str, timezone: str, budget: RecurrenceBudget
+) -> datetime | None:
+    """A COUNT rule's last occurrence, found once per rule and process; None for other rules."""
+    zone = zone_of(timezone)
+    rule = parse_rrule(rrule, zone)
+    if rule.count is None:
+        return None
+    schedule = Schedule(starts_at, rrule, timezone, 0, 0)
+    counted = islice(
+        _instants(schedule, zone, replace(rule, count=None), starts_at, budget.start()), rule.count
+    )
+    last = None
+    for last in counted:  # noqa: B007 - the loop walks to the COUNT-th instant
+        pass
+    return last
 
 
-def _frame(schedule: Schedule, zone: ZoneInfo, rule: Rule) -> tuple[tzinfo, datetime]:
-    """The zone the rule expands in, and DTSTART as a naive wall time there."""
-    frame: tzinfo = UTC if rule.freq in _SUBDAILY else zone
-    return frame, schedule.starts_at.astimezone(frame).replace(tzinfo=None, microsecond=0)
+def _instants(
+    schedule: Schedule, zone: ZoneInfo, rule: Rule, near: datetime, budget: Budget
+) -> Iterator[datetime]:
+    """Ascending distinct instants (startsAt first), complete from `near` on; COUNT ignored."""
+    starts_at = schedule.starts_at.replace(microsecond=0).astimezone(UTC)
+    stream = (
+        _utc_steps(rule, starts_at, near)
+        if _steps_in_utc(rule)
+        else _wall_instants(rule, starts_at, zone, near, budget)
+    )
+    for instant in stream:
+        if rule.until is not None and instant > rule.until:
+            return
+        yield instant
 
 
-def _expand(rule: Rule, dtstart: datetime) -> Iterator[datetime]:
-    """Naive wall times of the rule from dtstart, ending before MAXYEAR so UTC conversion cannot overflow."""
-    try:
-        walls = rrule(
-            rule.freq,
-            dtstart=dtstart,
-            interval=rule.interval,
-            wkst=rule.wkst,
-            count=rule.count,
-            bymonth=rule.bymonth,
-            bymonthday=rule.bymonthday,
-            byweekday=rule.byweekday,
-            byhour=rule.byhour,
-            byminute=rule.byminute,
-            bysecond=rule.bysecond,
-        )
-        yield from takewhile(lambda wall: wall.year < MAXYEAR, walls)
-    except ValueError as exc:  # dateutil's check that BYHOUR/BYMINUTE/BYSECOND is reachable with INTERVAL
-        raise rrule_error(
-            "the rule never occurs (INTERVAL never reaches its BYHOUR/BYMINUTE/BYSECOND)"
-        ) from exc
+def _produces_dtstart(rule: Rule, starts_at: datetime, zone: ZoneInfo, budget: Budget) -> bool:
+    """Whether the rule itself yields DTSTART (RFC 5545 leaves the set undefined when it does not)."""
+    if _steps_in_utc(rule):
+        return True
+    dtstart = starts_at.astimezone(zone).replace(tzinfo=None, microsecond=0)
+    return next(walls_from(rule, dtstart, dtstart, budget), None) == dtstart
 
 
-def _instants(walls: Iterable[datetime], frame: tzinfo, until: datetime | None) -> Iterator[datetime]:
-    """Wall times in `frame` as ascending, distinct UTC instants, up to and including UNTIL."""
-    stream = (wall.replace(tzinfo=UTC) for wall in walls) if frame is UTC else _localize(walls, frame)
-    return takewhile(lambda instant: until is None or instant <= until, stream)
+def _steps_in_utc(rule: Rule) -> bool:
+    return rule.freq < Freq.DAILY and not rule.has_by_parts
 
 
-def _localize(walls: Iterable[datetime], zone: tzinfo) -> Iterator[datetime]:
+def _utc_steps(rule: Rule, starts_at: datetime, near: datetime) -> Iterator[datetime]:
+    stride = timedelta(seconds=_UNIT_SECONDS[rule.freq] * rule.interval)
+    step = max(0, (near - starts_at) // stride)
+    instant = starts_at + stride * step
+    last = datetime(LAST_YEAR, 12, 31, tzinfo=UTC)
+    while instant <= last:
+        yield instant
+        instant += stride
+
+
+def _wall_instants(
+    rule: Rule, starts_at: datetime, zone: ZoneInfo, near: datetime, budget: Budget
+) -> Iterator[datetime]:
+    """Wall times mapped to ascending distinct instants.
+
+    Existing wall times (first instant of a fold) map in order; only a wall time inside a gap moves
+    forward past later ones, so those wait in a heap until an existing one passes them.
+    """
+    dtstart = starts_at.astimezone(zone).replace(tzinfo=None)
+    begin = max(dtstart, _first_wall_needed(zone, near))
+    walls = chain([dtstart] if begin <= dtstart else [], walls_from(rule, dtstart, begin, budget))
+    moved: list[datetime] = []
     last: datetime | None = None
-    # a nonexistent time moved forward by the gap can pass a later time of that day, so sort each day
-    for _, day in groupby(walls, key=lambda wall: wall.date()):
-        for instant in sorted(wall.replace(tzinfo=zone).astimezone(UTC) for wall in day):
-            if last is None or instant > last:
-                last = instant
-                yield instant
+    for wall in walls:
+        instant = starts_at if wall == dtstart else wall.replace(tzinfo=zone).astimezone(UTC)
+        if instant.astimezone(zone).replace(tzinfo=None) != wall and wall != dtstart:
+            heapq.heappush(moved, instant)
+            continue
+        while moved and moved[0] < instant:
+            earlier = heapq.heappop(moved)
+            if earlier >= starts_at and (last is None or earlier > last):
+                last = earlier
+                yield earlier
+        if instant >= starts_at and (last is None or instant > last):
+            last = instant
+            yield instant
+    for instant in sorted(moved):
+        if instant >= starts_at and (last is None or instant > last):
+            last = instant
+            yield instant
 
 
-def _fast_forward(rule: Rule, dtstart: datetime, after_wall: datetime) -> tuple[Rule, datetime]:
-    """Move DTSTART by whole periods to just before `after`, so an old rule is not replayed from its start."""
-    period = _FIXED_PERIODS.get(rule.freq)
-    if period is None:  # months and years vary in length; replaying them is cheap
-        return rule, dtstart
-    periods = (after_wall - dtstart) // (period * rule.interval) - 2  # slack for UTC-offset changes
-    if periods <= 0:
-        return rule, dtstart
-    if rule.count is not None:
-        if rule.filtered:  # COUNT counts from the original DTSTART
-            return rule, dtstart
-        rule = replace(rule, count=max(rule.count - periods, 0))  # exactly one occurrence per period
-    return rule, dtstart + period * rule.interval * periods
+def _first_wall_needed(zone: ZoneInfo, near: datetime) -> datetime:
+    """The earliest wall time whose instant can come after `near`: near's own, or earlier by a recent gap."""
+    offsets = [
+        (near - timedelta(days=days)).astimezone(zone).utcoffset() or timedelta(0) for days in (0, 1, 2)
+    ]
+    moved_by = max(timedelta(0), offsets[0] - min(offsets))
+    return near.astimezone(zone).replace(tzinfo=None) - moved_by - timedelta(seconds=1)
 
 
-def _sample(schedule: Schedule, zone: ZoneInfo, rule: Rule) -> list[datetime]:
-    """The first occurrences (at most 1000, over at most 2 years) found by a search of bounded length."""
-    frame, dtstart = _frame(schedule, zone, rule)
-    shift = _twin_year_shift(dtstart.year)
-    walls = (wall - shift for wall in _expand(rule, dtstart + shift))
-    deadline = schedule.starts_at + _HORIZON
+def _sample(schedule: Schedule, zone: ZoneInfo, rule: Rule, budget: Budget) -> list[datetime]:
+    """The first occurrences (at most 1000, over at most 2 years), COUNT applied."""
+    stream = _instants(schedule, zone, replace(rule, count=None), schedule.starts_at, budget)
     sample: list[datetime] = []
-    for instant in _instants(walls, frame, rule.until):
-        if len(sample) == _SAMPLE_SIZE or instant > (sample[0] + _SAMPLE_SPAN if sample else deadline):
+    for instant in islice(stream, min(rule.count or _SAMPLE_SIZE, _SAMPLE_SIZE)):
+        if sample and instant > sample[0] + _SAMPLE_SPAN:
             break
         sample.append(instant)
     return sample
-
-
-def _twin_year_shift(year: int) -> timedelta:
-    """Offset to a year near MAXYEAR with the same calendar (leap year, weekday of 1 January).
-
-    dateutil stops a rule that never matches only at MAXYEAR, so probing there bounds the search. The
-    calendars agree up to a skipped century leap day (2100), which the probe counts as a leap day.
-    """
-    start = date(year, 1, 1)
-    for twin in range(_TWIN_LATEST, _TWIN_LATEST - 28, -1):  # in 99xx every calendar recurs within 28 years
-        candidate = date(twin, 1, 1)
-        if isleap(twin) == isleap(year) and candidate.weekday() == start.weekday():
-            return candidate - start
-    raise AssertionError("unreachable: every year has a twin within 28 years")
 
 
 def _smallest_gap(sample: list[datetime]) -> float | None:

@@ -12,7 +12,7 @@ from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
 from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
 from schema.types.user import User, load_user
 from services.chain import OPEN_STATUSES
-from services.schedules import upcoming
+from services.schedules import recurrence_budget, upcoming
 from services.streaks import streak_of
 
 
@@ -160,7 +160,11 @@ class Task:
         first = check_first(5 if first is None else first)
         if self.row.state.value == "ENDED" or self.row.deleted_at is not None:
             return []
-        return [local(self.row, due) for due in upcoming(self.row, await info.context.now(), first)]
+        info.context.spend_upcoming(first)
+        budget = recurrence_budget(info.context.settings)
+        return [
+            local(self.row, due) for due in await upcoming(self.row, await info.context.now(), first, budget)
+        ]
 
     @strawberry.field(description="consecutive VERIFIED instances, counted back from the latest settled one")
     async def streak(self) -> int:

@@ -190,6 +190,14 @@ async def test_one_off_task_and_count_exhaustion(api: ApiClient) -> None:
     assert past["currentInstance"] is None
 
 
+def _next_mo_we_fr() -> str:
+    """startsAt must be an occurrence of the rule: the next Monday, Wednesday or Friday, 07:00 UTC."""
+    day = datetime.now(UTC).replace(hour=7, minute=0, second=0, microsecond=0) + timedelta(days=1)
+    while day.weekday() not in (0, 2, 4):
+        day += timedelta(days=1)
+    return day.isoformat()
+
+
 async def test_pause_resume_update_delete(api: ApiClient) -> None:
     token, _ = await api.register()
     task = await create(api, token)
@@ -228,7 +236,10 @@ async def test_pause_resume_update_delete(api: ApiClient) -> None:
              totalCount edges { node { status } } } } }""",
             {
                 "id": task["id"],
-                "input": {"title": "Gym, early", "schedule": {"rrule": "FREQ=WEEKLY;BYDAY=MO,WE,FR"}},
+                "input": {
+                    "title": "Gym, early",
+                    "schedule": {"rrule": "FREQ=WEEKLY;BYDAY=MO,WE,FR", "startsAt": _next_mo_we_fr()},
+                },
             },
             token=token,
         )

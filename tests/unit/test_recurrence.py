@@ -102,9 +102,14 @@ def test_hourly_rule_steps_in_utc_across_spring_forward() -> None:
     assert [instant.astimezone(NEW_YORK).strftime("%H:%M") for instant in got] == ["00:00", "01:00", "03:00"]
 
 
-def test_sub_daily_byhour_refers_to_utc() -> None:
-    got = upcoming(schedule("FREQ=HOURLY;BYHOUR=12", datetime(2026, 7, 1, 9, 0, tzinfo=BERLIN)), 2)
-    assert got == [datetime(2026, 7, 1, 12, tzinfo=UTC), datetime(2026, 7, 2, 12, tzinfo=UTC)]
+def test_class3_sub_daily_by_parts_are_wall_clock_in_the_zone() -> None:
+    got = upcoming(schedule("FREQ=HOURLY;BYHOUR=9", datetime(2026, 7, 1, 9, 0, tzinfo=BERLIN)), 2)
+    assert walls(got, BERLIN) == ["2026-07-01 09:00+0200", "2026-07-02 09:00+0200"]
+    kolkata = ZoneInfo("Asia/Kolkata")
+    got = upcoming(
+        schedule("FREQ=HOURLY;BYMINUTE=0", datetime(2026, 7, 1, 9, 0, tzinfo=kolkata), "Asia/Kolkata"), 3
+    )
+    assert walls(got, kolkata) == [f"2026-07-01 {hour:02d}:00+0530" for hour in (9, 10, 11)]
 
 
 def test_weekly_byday() -> None:
@@ -240,10 +245,11 @@ def test_validation_errors(s: Schedule, field: str, fragment: str) -> None:
 
 
 def test_byday_ordinals_are_allowed_for_monthly_and_yearly() -> None:
-    s = schedule("FREQ=MONTHLY;BYDAY=-1FR", datetime(2026, 1, 1, 18, 0, tzinfo=BERLIN))
+    s = schedule("FREQ=MONTHLY;BYDAY=-1FR", datetime(2026, 1, 30, 18, 0, tzinfo=BERLIN))
     validate_schedule(s, min_interval_seconds=60)
     assert [instant.astimezone(BERLIN).day for instant in upcoming(s, 3)] == [30, 27, 27]
-    validate_schedule(schedule("FREQ=YEARLY;BYMONTH=5;BYDAY=1MO", START), min_interval_seconds=60)
+    first_monday = datetime(2026, 5, 4, 7, 30, tzinfo=BERLIN)
+    validate_schedule(schedule("FREQ=YEARLY;BYMONTH=5;BYDAY=1MO", first_monday), min_interval_seconds=60)
 
 
 def test_interval_under_the_minimum() -> None:
@@ -347,7 +353,8 @@ def test_daily_and_weekly_occurrences_increase_and_keep_wall_time(
     assert len(got) == 120
     assert all(earlier < later for earlier, later in pairwise(got))
     wall = starts_at.astimezone(zone).time()
-    for instant in got:
+    assert got[0] == starts_at  # DTSTART is the first occurrence, whether or not the rule produces it
+    for instant in got[1:]:
         local = instant.astimezone(zone)
         if weekly_days is not None:
             assert WEEKDAYS[local.weekday()] in weekly_days
