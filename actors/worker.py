@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from actors.broker import configure_broker
 from actors.resources import WorkerResources
-from runtime import configure_logging
+from runtime import configure_logging, die_with_parent
 from settings import get_settings
 
+die_with_parent()  # a Dramatiq worker process stops when Dramatiq's main process dies
 settings = get_settings()
 configure_logging(settings)
 broker = configure_broker(settings.resolved_redis_url, [WorkerResources(settings)])
