@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType
 
 from tortoise import Tortoise
 
@@ -207,3 +208,24 @@ def stop_children(children: list[Child], stop: StopSignals, grace: float) -> Non
         if child.running():
             log.warning("%s did not stop within %.0f s: killed", child.name, grace)
         child.kill_group()  # also reaps it, and ends anything it left in its group
+
+
+def pass_first_signal_only(signum: int = signal.SIGTERM) -> None:
+    """Let only the first `signum` reach the handler installed now; ignore the repeats.
+
+    A parent killed with several threads alive delivers its death signal once per thread, and Dramatiq's
+    worker process takes a second SIGTERM as "exit now" (sys.exit from its handler), which then waits forever
+    on its event-loop thread (not a daemon): the process outlives everything, still consuming.
+    """
+    first = signal.getsignal(signum)
+    if not callable(first):
+        return
+    passed = False
+
+    def handle_once(received: int, frame: FrameType | None) -> None:  # sets a flag, takes no lock
+        nonlocal passed
+        if not passed:
+            passed = True
+            first(received, frame)
+
+    signal.signal(signum, handle_once)
