@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from tests.chain_support import create_short_task, eventually
 from tests.dev_support import processes_using, start_dev
-from tests.harness import ROOT, ApiClient, child_env, free_port
+from tests.harness import ApiClient, free_port
 
 ME = "query { me { displayName } }"
 
@@ -58,17 +56,3 @@ async def test_dev_runs_everything_and_stops_cleanly(tmp_path: Path) -> None:
         _stop(dev)
     assert processes_using(data_dir) == []
     assert "database is locked" not in log.read_text()
-
-
-def test_a_stop_during_start_up_leaves_nothing_behind(tmp_path: Path) -> None:
-    data_dir, log = tmp_path / "var", tmp_path / "dev.log"
-    env = child_env({"PROOFLOOP_DATA_DIR": str(data_dir), "PROOFLOOP_PORT": str(free_port())})
-    with open(log, "ab") as out:
-        dev = subprocess.Popen(
-            [sys.executable, "-m", "cli", "dev"], env=env, cwd=ROOT, stdout=out, stderr=out
-        )
-    deadline = time.monotonic() + 30
-    while not (data_dir / "redis" / "redis.sock").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the embedded Redis is up: children are being started
-    _stop(dev)
-    assert processes_using(data_dir) == [], log.read_text()

@@ -1,7 +1,7 @@
 """`proofloop dev` stopped as a terminal or a supervisor would, at random moments, never hangs and leaves no
 process behind; a worker that dies under it is restarted and the chain keeps settling.
 
-Stop trials: PROOFLOOP_STOP_TRIALS (default 6, the form `make test` runs; the full form is 32 or more),
+Stop trials: PROOFLOOP_STOP_TRIALS (default 4, the form `make test` runs; the full form is 32 or more),
 PROOFLOOP_STOP_SEED to replay a run. Each trial's time to full stop is printed (`pytest -s`).
 """
 
@@ -36,7 +36,7 @@ from tests.harness import ApiClient, free_port
 # dev gives its children 15 s before killing them, then stops the embedded Redis (5 s at most): 30 s is
 # that with room for a loaded machine; a hang (the bug this guards against) never ends at all
 STOP_BOUND_SECONDS = 30.0
-TRIALS = int(os.environ.get("PROOFLOOP_STOP_TRIALS", "6"))
+TRIALS = int(os.environ.get("PROOFLOOP_STOP_TRIALS", "4"))
 MOMENTS = ("start-up", "serving", "worker busy")
 SUBSCRIBE = (
     '{"id": "1", "type": "subscribe", "payload": {"query": "subscription { verificationEvents { id } }"}}'
@@ -115,8 +115,12 @@ async def _make_the_worker_busy(data_dir: Path, port: int, log: Path) -> str:
 async def _reach(
     moment: str, dev: subprocess.Popen[bytes], rng: random.Random, data_dir: Path, port: int, log: Path
 ) -> None:
-    if moment == "start-up":  # anywhere from interpreter start to the children booting
-        await asyncio.sleep(rng.uniform(0, 4))
+    if moment == "start-up":  # before any child (imports, migrations), or while the children boot
+        if rng.random() < 0.5:
+            await asyncio.sleep(rng.uniform(0, 2))
+        else:
+            await _until(lambda: (data_dir / "redis" / "redis.sock").exists(), 60, "the embedded Redis is up")
+            await asyncio.sleep(rng.uniform(0, 1))
         return
     await _ready(dev, port, log)
     if moment == "serving":
