@@ -171,8 +171,14 @@ def cmd_worker(args: argparse.Namespace) -> int:
         serve_worker_metrics(settings.host, settings.worker_metrics_port, metrics_dir)
         if stop.requested:
             return 0
+        # in our process group: a SIGKILL to the group ends every process of the worker at once, as a crash
+        # would; Dramatiq's processes die with its main process, so killing that one is enough
         dramatiq = Child(
-            "dramatiq", worker_command(args.processes, args.threads or settings.worker_threads), env, ROOT
+            "dramatiq",
+            worker_command(args.processes, args.threads or settings.worker_threads),
+            env,
+            ROOT,
+            own_group=False,
         )
         dramatiq.start()
         while not stop.requested and dramatiq.running():

@@ -90,7 +90,9 @@ class StopSignals:
     def __init__(self) -> None:
         self.received = 0
         self._on_signal: Callable[[int], None] | None = None
-        self._wakeup, write_end = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._wakeup, write_end = os.pipe()  # not inherited by children
+        os.set_blocking(self._wakeup, False)
+        os.set_blocking(write_end, False)
         signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
         for signum in self.SIGNALS:
             signal.signal(signum, self._handle)
@@ -155,11 +157,13 @@ def die_with_parent(signum: int = signal.SIGTERM) -> None:
 
 
 class Child:
-    """A command this process supervises: in a process group of its own (a Ctrl-C or a supervisor's
-    group signal reaches this process only, which stops its children once, in order) and dying with it."""
+    """A command this process supervises, dying with it; by default in a process group of its own (a Ctrl-C
+    or a supervisor's group signal reaches this process only, which stops its children once, in order)."""
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.name, self.argv, self.env, self.cwd = name, argv, env, cwd
+    def __init__(
+        self, name: str, argv: list[str], env: dict[str, str], cwd: Path, own_group: bool = True
+    ) -> None:
+        self.name, self.argv, self.env, self.cwd, self.own_group = name, argv, env, cwd, own_group
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
 
@@ -168,7 +172,7 @@ class Child:
             self.argv,
             env=self.env,
             cwd=self.cwd,
-            process_group=0,
+            process_group=0 if self.own_group else None,
             preexec_fn=parent_death_signal(signal.SIGTERM),
         )
         self.started_at = time.monotonic()
@@ -185,17 +189,20 @@ class Child:
             assert self.process is not None
             self.process.terminate()
 
-    def kill_group(self) -> None:
-        """SIGKILL to its whole process group: it and whatever it started that is still running."""
+    def kill(self) -> None:
+        """SIGKILL to it, and to its process group if it has its own (whatever it started that still runs)."""
         if self.process is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.process.pid, signal.SIGKILL)
+                if self.own_group:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                else:
+                    self.process.kill()
             self.process.wait()
 
 
 def stop_children(children: list[Child], stop: StopSignals, grace: float) -> None:
     """SIGTERM to each child; whatever still runs after `grace` seconds, or after a second stop signal,
-    is killed with its process group."""
+    is killed (with its process group if it has one)."""
     for child in children:
         child.terminate()
     signals_before = stop.received
@@ -207,7 +214,7 @@ def stop_children(children: list[Child], stop: StopSignals, grace: float) -> Non
     for child in children:
         if child.running():
             log.warning("%s did not stop within %.0f s: killed", child.name, grace)
-        child.kill_group()  # also reaps it, and ends anything it left in its group
+        child.kill()  # also reaps it, and ends anything it left in its group
 
 
 def pass_first_signal_only(signum: int = signal.SIGTERM) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import signal
+
 from actors.broker import configure_broker
 from actors.resources import WorkerResources
 from runtime import configure_logging, die_with_parent, pass_first_signal_only
 from settings import get_settings
 
-die_with_parent()  # a Dramatiq worker process stops when Dramatiq's main process dies
-pass_first_signal_only()  # and stops gracefully however many SIGTERMs come
+# Dramatiq's main process asks its worker processes to stop; if it dies without asking, they die too
+die_with_parent(signal.SIGKILL)
+pass_first_signal_only()  # a stop asked more than once still stops gracefully
 settings = get_settings()
 configure_logging(settings)
 broker = configure_broker(settings.resolved_redis_url, [WorkerResources(settings)])
