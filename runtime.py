@@ -220,9 +220,10 @@ def stop_children(children: list[Child], stop: StopSignals, grace: float) -> Non
 def pass_first_signal_only(signum: int = signal.SIGTERM) -> None:
     """Let only the first `signum` reach the handler installed now; ignore the repeats.
 
-    A parent killed with several threads alive delivers its death signal once per thread, and Dramatiq's
-    worker process takes a second SIGTERM as "exit now" (sys.exit from its handler), which then waits forever
-    on its event-loop thread (not a daemon): the process outlives everything, still consuming.
+    A stop can reach a Dramatiq worker process twice (a supervisor's SIGTERM to the group, then Dramatiq's
+    main process forwarding its own; a parent killed with several threads alive sends its death signal once
+    per thread), and Dramatiq takes a second SIGTERM as "exit now" (sys.exit from its handler), which then
+    waits forever on its event-loop thread (not a daemon): the process outlives everything, still consuming.
     """
     first = signal.getsignal(signum)
     if not callable(first):
