@@ -1,7 +1,7 @@
 """`proofloop dev` stopped as a terminal or a supervisor would, at random moments, never hangs and leaves no
 process behind; a worker that dies under it is restarted and the chain keeps settling.
 
-Stop trials: PROOFLOOP_STOP_TRIALS (default 4, the form `make test` runs; the full form is 32 or more),
+Stop trials: PROOFLOOP_STOP_TRIALS (default 3, one per moment: the form `make test` runs; the full form is 32 or more),
 PROOFLOOP_STOP_SEED to replay a run. Each trial's time to full stop is printed (`pytest -s`).
 """
 
@@ -36,7 +36,7 @@ from tests.harness import ApiClient, free_port
 # dev gives its children 15 s before killing them, then stops the embedded Redis (5 s at most): 30 s is
 # that with room for a loaded machine; a hang (the bug this guards against) never ends at all
 STOP_BOUND_SECONDS = 30.0
-TRIALS = int(os.environ.get("PROOFLOOP_STOP_TRIALS", "4"))
+TRIALS = int(os.environ.get("PROOFLOOP_STOP_TRIALS", "3"))
 MOMENTS = ("start-up", "serving", "worker busy")
 SUBSCRIBE = (
     '{"id": "1", "type": "subscribe", "payload": {"query": "subscription { verificationEvents { id } }"}}'
