@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
-import signal
 import socket
-import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
+
+from runtime import Child, StopSignals, configure_logging, die_with_parent, stop_children
 from settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
 ROOT = Path(__file__).resolve().parent
+log = logging.getLogger("proofloop.cli")
 
 
 @contextmanager
@@ -56,24 +64,41 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+# Each command stops its children within these bounds, then kills them (nested: the inner bound is shorter).
+API_GRACE_SECONDS = 5  # requests still running when a stop comes
+WORKER_GRACE_SECONDS = 5.0  # actors still running when a stop comes
+CHILD_GRACE_SECONDS = 10.0  # `proofloop worker` waiting for Dramatiq's processes
+DEV_GRACE_SECONDS = 15.0  # `proofloop dev` waiting for its API and worker
+# `proofloop dev` restarts a dead worker after 1 s, doubling while it keeps dying; 1 s again after 60 s up
+RESTART_BACKOFF_SECONDS = (1.0, 30.0)
+RESTART_RESET_SECONDS = 60.0
+
+
+class _ApiServer(uvicorn.Server):
+    """uvicorn's server with our stop signals: its own handlers would be installed only once it runs."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+    def ask_to_exit(self, signals_received: int) -> None:  # called from the signal handler: no locks
+        self.should_exit = True
+        self.force_exit = signals_received > 1
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the API (uvicorn); --workers N runs N processes behind one port."""
-    import uvicorn
-
     from observability.exposition import MULTIPROC_ENV, private_multiprocess_dir
-    from runtime import configure_logging
 
     settings = get_settings()
     configure_logging(settings)  # uvicorn's records go through our text/JSON formatter (log_config=None)
-    # uvicorn re-raises the stop signal after shutting down: exit through a handler of ours instead,
-    # so that the embedded Redis this command may have started is stopped too
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    stop = StopSignals()
     with redis_for(settings), ExitStack() as stack:
         if args.workers > 1 and MULTIPROC_ENV not in os.environ:
             # the uvicorn workers sum their metrics through files in a directory of their own
             os.environ[MULTIPROC_ENV] = stack.enter_context(private_multiprocess_dir("api"))
-        uvicorn.run(
-            "app:create_app",
+        config = uvicorn.Config(
+            "cli:create_app_dying_with_parent" if args.workers > 1 else "app:create_app",
             factory=True,
             host=args.host or settings.host,
             port=args.port or settings.port,
@@ -85,12 +110,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
             # that login and register limits count)
             proxy_headers=bool(settings.trusted_proxies),
             forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
+            timeout_graceful_shutdown=API_GRACE_SECONDS,
         )
-    return 0
+        if args.workers > 1:
+            supervisor = Multiprocess(config, sockets=[config.bind_socket()])  # installs its own handlers
+            if stop.requested:
+                supervisor.should_exit.set()
+            supervisor.run()
+            return 0
+        server = _ApiServer(config)
+        stop.on_signal(server.ask_to_exit)
+        server.run()
+        return 0 if server.started or stop.requested else STARTUP_FAILURE
 
 
-def _exit_on_signal(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+def create_app_dying_with_parent() -> Starlette:
+    """The app in each of `serve --workers N`'s processes, which must not outlive their supervisor."""
+    from app import create_app
+
+    die_with_parent()
+    return create_app()
 
 
 def worker_command(processes: int, threads: int) -> list[str]:
@@ -107,6 +146,8 @@ def worker_command(processes: int, threads: int) -> list[str]:
         "chain",
         "mail",
         "--skip-logging",
+        "--worker-shutdown-timeout",
+        str(int(WORKER_GRACE_SECONDS * 1000)),
     ]
 
 
@@ -119,71 +160,74 @@ def worker_env() -> dict[str, str]:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    """Run Dramatiq worker processes: the chain's links and the pump; metrics on WORKER_METRICS_PORT."""
+    """Run Dramatiq worker processes: the chain's links and the pump; metrics on WORKER_METRICS_PORT.
+
+    If one of them dies the others are stopped and this command exits non-zero: run it under a supervisor
+    that restarts it (`proofloop dev` does, for its own worker).
+    """
     from observability.exposition import MULTIPROC_ENV, private_multiprocess_dir, serve_worker_metrics
-    from runtime import configure_logging
 
     settings = get_settings()
     configure_logging(settings)
-    _catch_stop_signals()
+    stop = StopSignals()  # before any child starts: a signal during start-up still stops every child
     with redis_for(settings), private_multiprocess_dir("worker") as metrics_dir:
         env = worker_env()
         # dramatiq always runs its workers as child processes: they write metric files, this one serves them
         env[MULTIPROC_ENV] = metrics_dir
         serve_worker_metrics(settings.host, settings.worker_metrics_port, metrics_dir)
-        child = subprocess.Popen(
+        if stop.requested:
+            return 0
+        # in our process group: a SIGKILL to the group ends every process of the worker at once, as a crash
+        # would; Dramatiq's processes die with its main process, so killing that one is enough
+        dramatiq = Child(
+            "dramatiq",
             worker_command(args.processes, args.threads or settings.worker_threads),
-            env=env,
-            cwd=ROOT,
+            env,
+            ROOT,
+            own_group=False,
         )
-        return _wait_forwarding_signals([child])
+        dramatiq.start()
+        while not stop.requested and dramatiq.running():
+            stop.wait(0.5)
+        code = dramatiq.exit_code()
+        stop_children([dramatiq], stop, CHILD_GRACE_SECONDS)
+        return 0 if stop.requested else (code or 0)
 
 
-_stop_requested = threading.Event()
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
-def _catch_stop_signals() -> None:
-    """From now on SIGINT/SIGTERM only ask to stop: installed before any child starts, so a signal that
-    arrives during start-up still stops every child instead of killing this process and orphaning them."""
-
-    def request_stop(signum: int, frame: object) -> None:
-        _stop_requested.set()
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
-
-
-def _wait_forwarding_signals(children: list[subprocess.Popen[bytes]]) -> int:
-    """Wait for the children; a stop request stops them all, and any one exiting stops the rest."""
-    code = 0
-    while not _stop_requested.is_set() and all(c.poll() is None for c in children):
-        _stop_requested.wait(0.2)
-    for child in children:
-        if child.poll() is None:
-            child.terminate()
-        else:
-            code = code or (child.returncode or 0)
-    deadline = time.monotonic() + 15
-    for child in children:
-        try:
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-    return 0 if _stop_requested.is_set() else code
-
-
-def _wait_until_answering(url: str, children: list[subprocess.Popen[bytes]], timeout: float = 60) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not _stop_requested.is_set():
-        if any(c.poll() is not None for c in children):
-            return False
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
+def _supervise_dev(api: Child, worker: Child, stop: StopSignals, health_url: str) -> int:
+    """Run until a stop signal or the API's exit; restart the worker whenever it dies, backing off while it
+    keeps dying. Returns the API's exit code if it exited by itself."""
+    announced, delay, restart_at = False, RESTART_BACKOFF_SECONDS[0], 0.0
+    while not stop.requested:
+        if (code := api.exit_code()) is not None:
+            log.error("the API exited (code %s): stopping", code)
+            return code or 1
+        if not announced and _answers(health_url):
+            print(
+                f"Proofloop is running. GraphiQL: {health_url.removesuffix('/healthz')}/graphql",
+                file=sys.stderr,
+                flush=True,
+            )
+            announced = True
+        if not worker.running() and not restart_at:
+            if time.monotonic() - worker.started_at > RESTART_RESET_SECONDS:
+                delay = RESTART_BACKOFF_SECONDS[0]
+            log.error("the worker exited (code %s): restarting it in %.0f s", worker.exit_code(), delay)
+            restart_at = time.monotonic() + delay
+            delay = min(delay * 2, RESTART_BACKOFF_SECONDS[1])
+        if restart_at and time.monotonic() >= restart_at:
+            worker.start()
+            restart_at = 0.0
+        stop.wait(0.2)
+    return 0
 
 
 def port_in_use(host: str, port: int) -> bool:
@@ -197,33 +241,36 @@ def port_in_use(host: str, port: int) -> bool:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    """Everything on the embedded default: migrations, the API with GraphiQL, and one worker."""
+    """Everything on the embedded default: migrations, the API with GraphiQL, and one worker.
+
+    It supervises its own children: a worker that dies is restarted; a stop signal stops them all.
+    """
     os.environ.setdefault("PROOFLOOP_ENV", "dev")
     get_settings.cache_clear()
     settings = get_settings()
+    configure_logging(settings)
     host, port = args.host or settings.host, args.port or settings.port
     if port_in_use(host, port):  # before anything starts: a second worker would run on the same data
         print(f"{host}:{port} is already in use (another `make run`?): set PROOFLOOP_PORT", file=sys.stderr)
         return 1
+    stop = StopSignals()  # before anything starts: a signal during start-up stops whatever has started
     cmd_migrate(args)
-    _catch_stop_signals()
+    if stop.requested:
+        return 0
     with redis_for(settings):
+        if stop.requested:
+            return 0
         env = dict(os.environ)
-        # own sessions: a Ctrl-C reaches this process only, which stops the children in order
-        api = subprocess.Popen(
-            [sys.executable, "-m", "cli", "serve", "--host", host, "--port", str(port)],
-            env=env,
-            cwd=ROOT,
-            start_new_session=True,
+        api = Child(
+            "the API", [sys.executable, "-m", "cli", "serve", "--host", host, "--port", str(port)], env, ROOT
         )
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "cli", "worker"], env=env, cwd=ROOT, start_new_session=True
-        )
-        if _wait_until_answering(f"http://{host}:{port}/healthz", [api, worker]):
-            print(
-                f"Proofloop is running. GraphiQL: http://{host}:{port}/graphql", file=sys.stderr, flush=True
-            )
-        return _wait_forwarding_signals([api, worker])
+        worker = Child("the worker", [sys.executable, "-m", "cli", "worker"], env, ROOT)
+        api.start()
+        worker.start()
+        try:
+            return _supervise_dev(api, worker, stop, f"http://{host}:{port}/healthz")
+        finally:
+            stop_children([api, worker], stop, DEV_GRACE_SECONDS)
 
 
 def cmd_export_schema(args: argparse.Namespace) -> int:

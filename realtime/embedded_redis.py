@@ -13,6 +13,8 @@ from pathlib import Path
 
 import redis
 
+from runtime import parent_death_signal
+
 START_TIMEOUT_SECONDS = 10.0
 
 
@@ -67,8 +69,10 @@ class EmbeddedRedis:
                 str(directory / "redis.log"),
             ],
             stdin=subprocess.DEVNULL,
-            # its own process group: a Ctrl-C to the terminal reaches us, and we stop it in order
-            start_new_session=True,
+            # its own process group: a Ctrl-C to the terminal reaches us, and we stop it in order;
+            # and it stops when we exit, even killed
+            process_group=0,
+            preexec_fn=parent_death_signal(signal.SIGTERM),
         )
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:

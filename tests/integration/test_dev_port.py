@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.harness import ROOT, ServerProcess, child_env
+from tests.harness import ROOT, ServerProcess, WorkerProcess, child_env, free_port
 
 
 def test_dev_on_a_busy_port_fails_fast_and_starts_nothing(tmp_path: Path) -> None:
@@ -30,14 +30,20 @@ def test_dev_on_a_busy_port_fails_fast_and_starts_nothing(tmp_path: Path) -> Non
     assert list(tmp_path.iterdir()) == []  # no migrations, no embedded Redis, no worker
 
 
-def test_demo_follows_proofloop_port(server: ServerProcess) -> None:
-    ran = subprocess.run(
-        [sys.executable, "-m", "cli", "demo", "--duration", "1"],
-        env=child_env({"PROOFLOOP_PORT": str(server.port)}),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_demo_follows_proofloop_port(service_env: dict[str, str], tmp_path: Path) -> None:
+    # the embedded default's mail: .eml files under the data dir, which the demo reads its tokens from;
+    # a Redis database of its own keeps the run's worker (and its SMTP mailbox) out of it
+    redis_url, _, db = service_env["PROOFLOOP_REDIS_URL"].rpartition("/")
+    env = {k: v for k, v in service_env.items() if k != "PROOFLOOP_SMTP_URL"}
+    env |= {"PROOFLOOP_DATA_DIR": str(tmp_path), "PROOFLOOP_REDIS_URL": f"{redis_url}/{(int(db) + 1) % 16}"}
+    with ServerProcess(env, port=free_port()) as server, WorkerProcess(env):
+        ran = subprocess.run(
+            [sys.executable, "-m", "cli", "demo", "--duration", "1"],
+            env=child_env({**env, "PROOFLOOP_PORT": str(server.port)}),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert f"{server.url}/graphql?query=" in ran.stdout

@@ -3,58 +3,17 @@ as a newcomer would, twice on the same data dir, leaving no process behind."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import httpx
-import psutil
 
 from tests.chain_support import create_short_task, eventually
-from tests.harness import ROOT, ApiClient, child_env, free_port
+from tests.dev_support import processes_using, start_dev
+from tests.harness import ApiClient, free_port
 
 ME = "query { me { displayName } }"
-
-
-def _start_dev(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    env = child_env(
-        {
-            "PROOFLOOP_DATA_DIR": str(data_dir),
-            "PROOFLOOP_PORT": str(port),
-            "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
-        }
-    )
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "dev"], env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, log.read_text()
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1):
-                return proc
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"dev did not answer:\n{log.read_text()}")
-
-
-def _processes_using(data_dir: Path) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "environ"]):
-        try:
-            text = " ".join(proc.info["cmdline"] or []) + str(
-                (proc.info["environ"] or {}).get("PROOFLOOP_DATA_DIR")
-            )
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if str(data_dir) in text and proc.pid != os.getpid():
-            found.append(proc)
-    return found
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -65,7 +24,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 async def test_dev_runs_everything_and_stops_cleanly(tmp_path: Path) -> None:
     data_dir, log = tmp_path / "var", tmp_path / "dev.log"
     port = free_port()
-    dev = _start_dev(data_dir, port, log)
+    dev = start_dev(data_dir, port, log)
     try:
         async with ApiClient(f"http://127.0.0.1:{port}") as api:
             token, _ = await api.register()
@@ -87,27 +46,13 @@ async def test_dev_runs_everything_and_stops_cleanly(tmp_path: Path) -> None:
     finally:
         _stop(dev)
     assert (data_dir / "proofloop.sqlite3").exists()
-    assert _processes_using(data_dir) == []  # no orphan API, worker or redis-server
+    assert processes_using(data_dir) == []  # no orphan API, worker or redis-server
 
-    dev = _start_dev(data_dir, port, log)  # a second run on the same data dir starts cleanly
+    dev = start_dev(data_dir, port, log)  # a second run on the same data dir starts cleanly
     try:
         async with ApiClient(f"http://127.0.0.1:{port}") as api:
             assert (await api.execute(ME, token=token))["me"]["displayName"]  # same database, same secret
     finally:
         _stop(dev)
-    assert _processes_using(data_dir) == []
+    assert processes_using(data_dir) == []
     assert "database is locked" not in log.read_text()
-
-
-def test_a_stop_during_start_up_leaves_nothing_behind(tmp_path: Path) -> None:
-    data_dir, log = tmp_path / "var", tmp_path / "dev.log"
-    env = child_env({"PROOFLOOP_DATA_DIR": str(data_dir), "PROOFLOOP_PORT": str(free_port())})
-    with open(log, "ab") as out:
-        dev = subprocess.Popen(
-            [sys.executable, "-m", "cli", "dev"], env=env, cwd=ROOT, stdout=out, stderr=out
-        )
-    deadline = time.monotonic() + 30
-    while not (data_dir / "redis" / "redis.sock").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the embedded Redis is up: children are being started
-    _stop(dev)
-    assert _processes_using(data_dir) == [], log.read_text()
