@@ -22,6 +22,7 @@ from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, readyz
 from web.media import media_endpoint
 from web.metrics import metrics
+from web.slow_body import SlowBodyGuard
 from web.uploads import UploadLimits
 
 DEV_ORIGINS = [
@@ -81,6 +82,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/media/{verification_id}", media_endpoint(settings)),
         ],
         middleware=[
+            Middleware(
+                SlowBodyGuard, timeout=settings.body_timeout_seconds, min_rate=settings.body_min_rate_bytes
+            ),
             Middleware(
                 CORSMiddleware,
                 allow_origins=origins,

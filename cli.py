@@ -13,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 
 from settings import Settings, get_settings
@@ -61,6 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from observability.exposition import MULTIPROC_ENV, private_multiprocess_dir
     from runtime import configure_logging
+    from web.http_protocol import GuardedHttpProtocol
 
     settings = get_settings()
     configure_logging(settings)  # uvicorn's records go through our text/JSON formatter (log_config=None)
@@ -80,6 +82,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=settings.log_level.lower(),
             log_config=None,
             ws_max_size=1 << 20,
+            http=partial(  # type: ignore[arg-type]
+                GuardedHttpProtocol,
+                header_timeout=settings.header_timeout_seconds,
+                max_header_bytes=settings.max_header_bytes,
+            ),
+            timeout_keep_alive=settings.keep_alive_seconds,
+            limit_concurrency=settings.max_connections,
         )
     return 0
 

@@ -13,7 +13,7 @@ from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.event import VerificationEvent
 from services import feeds
-from services.errors import Conflict, NotFound, ProofloopError, Unauthenticated
+from services.errors import Conflict, NotFound, ProofloopError, RateLimited, Unauthenticated
 
 DEFAULT_PAGE = 50
 
@@ -99,7 +99,9 @@ class EventSubscriptions:
         )
         hub = current_hub()
         # registered before reading the table, so whatever commits from now on is queued for us
-        hub.add(subscriber)
+        limit = info.context.settings.max_subscriptions_per_user
+        if not hub.add(subscriber, max_per_viewer=limit):
+            raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
         try:
             if last_sent is None:
                 last_sent = await feeds.latest_position()

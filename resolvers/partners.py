@@ -20,7 +20,9 @@ class PartnerQueries:
 class PartnerMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def invite_partner(self, info: Info, email: str) -> Partnership:
-        return Partnership(row=await partners.invite_partner(await info.context.viewer(), email))
+        viewer = await info.context.viewer()
+        max_per_day = info.context.settings.max_invites_per_day
+        return Partnership(row=await partners.invite_partner(viewer, email, max_per_day=max_per_day))
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def respond_to_invite(self, info: Info, partnership_id: strawberry.ID, accept: bool) -> Partnership:

@@ -33,6 +33,7 @@ class SubmitMedia(Protocol):
         arrival: datetime,
         policy: MediaPolicy,
         timing: ChainTiming,
+        max_attempts: int,
     ) -> Awaitable[VerificationRow]: ...
 
 
@@ -79,6 +80,7 @@ class ProofMutations:
             arrival=arrival,
             max_speed_kmh=settings.max_speed_kmh,
             timing=chain_timing(settings),
+            max_attempts=settings.max_proof_attempts,
         )
         return Verification(row=row)
 
@@ -104,5 +106,6 @@ async def _submit_media(
         arrival=arrival,
         policy=media_policy(settings),
         timing=chain_timing(settings),
+        max_attempts=settings.max_proof_attempts,
     )
     return Verification(row=row)

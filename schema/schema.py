@@ -14,7 +14,9 @@ from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
 from schema.errors import ErrorCodes
 from schema.execution import ProofloopExecutionContext
+from schema.input_guards import ArgumentGuards
 from schema.metrics_extension import OperationMetrics
+from schema.query_cost import QueryCostLimiter
 from schema.scalars import SCALAR_OVERRIDES
 
 MAX_DEPTH = 10
@@ -47,6 +49,8 @@ schema = strawberry.Schema(
         OperationMetrics,
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+        QueryCostLimiter,  # its budget is PROOFLOOP_MAX_QUERY_COST, read from the request's settings
+        ArgumentGuards,
         ErrorCodes,
     ],
 )

@@ -8,7 +8,6 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -18,6 +17,8 @@ from models import AuthToken, User
 from services.db import db_now, write_transaction
 from services.errors import BadInput, Conflict, Unauthenticated
 from services.rate_limits import FailureLimit, check_failures, record_failure
+from verification.errors import InvalidInput
+from verification.timezones import zone_of
 
 _hasher = PasswordHasher()
 # Unknown emails are checked against this hash, so a login spends the same argon2 time either way.
@@ -42,9 +43,9 @@ def normalize_email(email: str, field: str = "email") -> str:
 
 def validate_timezone(name: str, field: str) -> str:
     try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise BadInput(field, f"unknown IANA timezone {name!r}") from None
+        zone_of(name, field)
+    except InvalidInput as exc:
+        raise BadInput(exc.field, exc.message) from None
     return name
 
 

@@ -136,8 +136,9 @@ async def submit_photo(
     arrival: datetime,
     policy: MediaPolicy,
     timing: ChainTiming,
+    max_attempts: int,
 ) -> Verification:
-    target = await proof_target(viewer, instance_id, VerificationMethod.PHOTO)
+    target = await proof_target(viewer, instance_id, VerificationMethod.PHOTO, max_attempts=max_attempts)
     async with holding_deadline(target, arrival, timing):
         media = await inspect_photo_bytes(data, owner=viewer, policy=policy, field="photo")
         reason = await media_reason(target, media, arrival)
@@ -153,8 +154,9 @@ async def submit_video(
     arrival: datetime,
     policy: MediaPolicy,
     timing: ChainTiming,
+    max_attempts: int,
 ) -> Verification:
-    target = await proof_target(viewer, instance_id, VerificationMethod.VIDEO)
+    target = await proof_target(viewer, instance_id, VerificationMethod.VIDEO, max_attempts=max_attempts)
     async with holding_deadline(target, arrival, timing):
         media = await inspect_video_bytes(data, policy=policy, field="video")
         minimum = target.task.video_min_duration_seconds or 0.0

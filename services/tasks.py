@@ -33,7 +33,7 @@ from verification.recurrence import Schedule
 
 
 async def create_task(
-    owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming
+    owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
 ) -> Task:
     title = check_title(draft.title)
     description = check_description(draft.description)
@@ -44,6 +44,10 @@ async def create_task(
     if draft.method is VerificationMethod.PARTNER and partner is None:
         partner = PartnerRuleDraft(review_window_seconds=86400, on_timeout=ReviewTimeoutPolicy.REJECT)
     async with write_transaction():
+        # serializes this owner's creates, so two at once cannot both pass the quota
+        await User.filter(id=owner.id).select_for_update().first()
+        if await Task.filter(owner_id=owner.id, deleted_at=None).count() >= max_tasks:
+            raise Conflict(f"you have {max_tasks} tasks, the most allowed: delete one to create another")
         now = await db_now()
         task = await Task.create(
             owner=owner,
