@@ -31,7 +31,7 @@ async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
     viewer = await info.context.viewer()
     if user_id is None or str(user_id) == str(viewer.id):
         return str(viewer.id)
-    if not await tasks.is_active_partner(str(viewer.id), str(user_id)):
+    if not is_uuid(user_id) or not await tasks.is_active_partner(str(viewer.id), str(user_id)):
         raise NotFound("no such user among those you partner for")
     return str(user_id)
 
