@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack
 from typing import Any
 
+import aiohttp
 import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -149,3 +152,52 @@ async def test_open_subscriptions_per_user(small_quotas: ServerProcess, quota_ap
     finally:
         await first.close()
         await second.close()
+
+
+async def test_healthz_answers_while_one_user_attacks(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    """20 sockets x 100 subscriptions, a costly document and an invite flood at once; /healthz keeps answering."""
+    token, _ = await quota_api.register()
+    stop = asyncio.Event()
+    statuses: list[int] = []
+    latencies: list[float] = []
+
+    async def poll_healthz() -> None:
+        async with aiohttp.ClientSession() as session:
+            while not stop.is_set():
+                started = time.monotonic()
+                async with session.get(f"{small_quotas.url}/healthz") as response:
+                    statuses.append(response.status)
+                latencies.append(time.monotonic() - started)
+                await asyncio.sleep(0.1)
+
+    async def socket_attack(index: int) -> None:
+        socket = await open_socket(small_quotas, token)
+        with contextlib.suppress(websockets.ConnectionClosed):
+            for n in range(100):
+                await subscribe(socket, f"{index}-{n}")
+            await asyncio.sleep(1)
+        await socket.close()
+
+    async def costly_documents() -> None:
+        upcoming = " ".join(f"u{i}: upcoming(first: 100)" for i in range(29))
+        for _ in range(5):
+            with contextlib.suppress(GraphQLFailure, TimeoutError):  # the attack's own fate is not the point
+                await quota_api.execute(
+                    f"{{ tasks(first: 100) {{ edges {{ node {{ {upcoming} }} }} }} }}", token=token
+                )
+
+    async def invite_flood() -> None:
+        invite = "mutation($e: String!) { invitePartner(email: $e) { id } }"
+        for _ in range(30):
+            with contextlib.suppress(GraphQLFailure, TimeoutError):
+                await quota_api.execute(invite, {"e": f"x-{uuid.uuid4().hex[:8]}@example.com"}, token=token)
+
+    poller = asyncio.create_task(poll_healthz())
+    await asyncio.gather(*(socket_attack(i) for i in range(20)), costly_documents(), invite_flood())
+    stop.set()
+    await poller
+    print(f"/healthz during the attack: {len(statuses)} answers, slowest {max(latencies) * 1000:.0f} ms")
+    assert statuses
+    assert set(statuses) == {200}
