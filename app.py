@@ -49,6 +49,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
         graphql_ide="graphiql",
         multipart_uploads_enabled=True,
         allowed_origins=origins,
+        # one socket never needs more than its user's quota; past it, refused before any parsing
+        max_subscriptions_per_connection=settings.max_subscriptions_per_user,
     )
 
     @asynccontextmanager

@@ -104,7 +104,7 @@ async def fan_out(server: ServerProcess, api: ApiClient, token: str) -> str:
     data = await api.execute(CREATE, {"input": gps_task("fan-out")}, token=token)
     instance_id = data["createTask"]["currentInstance"]["id"]
     url = server.url.replace("http://", "ws://") + "/graphql"
-    sockets, pushes, accepted = [], 0, 0
+    sockets, pushes = [], 0
     for _ in range(20):
         socket = await websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")])
         await socket.send(
@@ -122,12 +122,17 @@ async def fan_out(server: ServerProcess, api: ApiClient, token: str) -> str:
                 json.dumps({"id": f"{index}-{n}", "type": "subscribe", "payload": {"query": query}})
             )
 
+    last_message = time.monotonic()
+
     async def drain(socket: Any) -> None:
-        nonlocal pushes, accepted
-        with contextlib.suppress(websockets.ConnectionClosed, TimeoutError):
-            while True:
-                message = json.loads(await asyncio.wait_for(socket.recv(), 5))
-                if message["type"] == "next" and "data" in message["payload"] and message["payload"]["data"]:
+        nonlocal pushes, last_message
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for raw in socket:
+                last_message = time.monotonic()
+                message = json.loads(raw)
+                if message["type"] == "next" and (message["payload"].get("data") or {}).get(
+                    "verificationEvents"
+                ):
                     pushes += 1
 
     readers = [asyncio.create_task(drain(socket)) for socket in sockets]
@@ -136,7 +141,10 @@ async def fan_out(server: ServerProcess, api: ApiClient, token: str) -> str:
       checkIn(instanceId: $i, location: {latitude: 0, longitude: 0}, accuracyMeters: 10) { status }
     }"""
     codes = [await attempt(api, check_in, {"i": instance_id}, token) for _ in range(20)]
-    await asyncio.gather(*readers)
+    while time.monotonic() - last_message < 3:  # noqa: ASYNC110 (until the pushes have stopped coming)
+        await asyncio.sleep(0.5)
+    for reader in readers:
+        reader.cancel()
     for socket in sockets:
         await socket.close()
     return f"{len(sockets)} sockets accepted, {codes.count('OK')} check-ins, {pushes} pushes"

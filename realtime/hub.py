@@ -96,6 +96,9 @@ class Hub:
         OPEN_SUBSCRIPTIONS.inc()
         return True
 
+    def subscriptions_of(self, viewer_id: str) -> int:
+        return len(self._by_viewer.get(viewer_id, ()))
+
     def remove(self, subscriber: Subscriber) -> None:
         subscribers = self._by_viewer.get(subscriber.viewer_id)
         if subscribers is not None and subscriber in subscribers:

@@ -38,6 +38,7 @@ async def create_task(
     title = check_title(draft.title)
     description = check_description(draft.description)
     check_rules(draft)
+    await check_task_quota(owner, max_tasks)  # before the schedule's costlier validation
     draft = replace(draft, schedule=whole_seconds(draft.schedule))
     await check_schedule(draft.schedule, min_interval_seconds=min_interval_seconds)
     partner = draft.partner
@@ -46,8 +47,7 @@ async def create_task(
     async with write_transaction():
         # serializes this owner's creates, so two at once cannot both pass the quota
         await User.filter(id=owner.id).select_for_update().first()
-        if await Task.filter(owner_id=owner.id, deleted_at=None).count() >= max_tasks:
-            raise Conflict(f"you have {max_tasks} tasks, the most allowed: delete one to create another")
+        await check_task_quota(owner, max_tasks)
         now = await db_now()
         task = await Task.create(
             owner=owner,
@@ -70,6 +70,11 @@ async def create_task(
         # a one-off whose time has passed plans nothing and ends at once
         await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing)
     return task
+
+
+async def check_task_quota(owner: User, max_tasks: int) -> None:
+    if await Task.filter(owner_id=owner.id, deleted_at=None).count() >= max_tasks:
+        raise Conflict(f"you have {max_tasks} tasks, the most allowed: delete one to create another")
 
 
 def whole_seconds(schedule: Schedule) -> Schedule:
