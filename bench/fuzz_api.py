@@ -1,6 +1,6 @@
 """The long fuzz run: hypothesis-graphql documents for every query and mutation against a live API.
 
-`python -m bench.fuzz_api [EXAMPLES]` (default 2000) on a private PostgreSQL database and redis-server;
+`python -m bench.fuzz_api [EXAMPLES]` (default 800, about 3 minutes) on a private PostgreSQL database and redis-server;
 prints how many requests were sent, the error codes seen and the slowest response. Fails (non-zero exit)
 on any HTTP 5xx, INTERNAL_SERVER_ERROR or a response slower than tests.api_fuzz.RESPONSE_TIMEOUT.
 """
@@ -51,4 +51,4 @@ def main(examples: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000))
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 800))
