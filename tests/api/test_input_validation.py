@@ -186,3 +186,13 @@ async def test_a_review_needs_an_active_partner(api: ApiClient) -> None:
         "query($i: ID!) { instance(id: $i) { status } }", {"i": instance_id}, token=token
     )
     assert instance["instance"]["status"] == "PENDING"  # nothing was put up for an unseen approval
+
+
+async def test_variables_graphql_refuses_name_their_path(api: ApiClient) -> None:
+    token, _ = await api.register()
+    tasks = "query($n: Int!) { tasks(first: $n) { totalCount } }"
+    for value in (10**10, "x", 1.5):
+        assert await expect_bad_input(api, tasks, {"n": value}, token) == "n"
+    gps = {"center": {"latitude": BERLIN[0], "longitude": BERLIN[1]}, "radiusMeters": "wide"}
+    field = await expect_bad_input(api, CREATE, {"input": task_input(method="GPS", gps=gps)}, token)
+    assert field == "input.gps.radiusMeters"
