@@ -34,6 +34,7 @@ from web.media import media_endpoint
 from web.metrics import metrics
 from web.origins import allowed_headers, allowed_origins
 from web.persisted_documents import TrustedDocuments
+from web.slow_body import SlowBodyGuard
 from web.uploads import UploadLimits
 
 
@@ -65,6 +66,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
             GRAPHQL_SSE_PROTOCOL,
             MULTIPART_SUBSCRIPTION_PROTOCOL,
         ),
+        # one socket never needs more than its user's quota; past it, refused before any parsing
+        max_subscriptions_per_connection=settings.max_subscriptions_per_user,
     )
 
     @asynccontextmanager
@@ -103,6 +106,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/media/{verification_id}", media_endpoint(settings)),
         ],
         middleware=[
+            Middleware(
+                SlowBodyGuard, timeout=settings.body_timeout_seconds, min_rate=settings.body_min_rate_bytes
+            ),
             Middleware(
                 CORSMiddleware,
                 allow_origins=sorted(origins.exact),

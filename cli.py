@@ -12,6 +12,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,6 +90,7 @@ class _ApiServer(uvicorn.Server):
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the API (uvicorn); --workers N runs N processes behind one port."""
     from observability.exposition import MULTIPROC_ENV, private_multiprocess_dir
+    from web.http_protocol import GuardedHttpProtocol
 
     settings = get_settings()
     configure_logging(settings)  # uvicorn's records go through our text/JSON formatter (log_config=None)
@@ -111,6 +113,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             proxy_headers=bool(settings.trusted_proxies),
             forwarded_allow_ips=",".join(settings.trusted_proxies) or None,
             timeout_graceful_shutdown=API_GRACE_SECONDS,
+            http=partial(  # type: ignore[arg-type]
+                GuardedHttpProtocol,
+                header_timeout=settings.header_timeout_seconds,
+                max_header_bytes=settings.max_header_bytes,
+            ),
+            timeout_keep_alive=settings.keep_alive_seconds,
+            limit_concurrency=settings.max_connections,
         )
         if args.workers > 1:
             supervisor = Multiprocess(config, sockets=[config.bind_socket()])  # installs its own handlers

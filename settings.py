@@ -68,6 +68,21 @@ class Settings(BaseSettings):
     public_url: str = "http://localhost:3000"  # the frontend, for links in mail
     mail_sweep_seconds: float = 60.0  # how often each worker resends mail whose message never left
 
+    max_query_cost: int = 20_000  # fields a document may resolve, list sizes multiplied through nesting
+    max_tasks_per_user: int = 200  # tasks not deleted
+    max_proof_attempts: int = 20  # proofs (accepted or not) per instance
+    max_invites_per_day: int = 20  # invites a user sends in any 24 hours
+    max_sockets_per_user: int = 10  # open websocket connections per user, per API process
+    max_subscriptions_per_user: int = (
+        30  # open subscriptions per user over all their sockets, per API process
+    )
+    max_connections: int = 1000  # open HTTP and websocket connections per API process before HTTP 503
+    keep_alive_seconds: int = 5  # an idle keep-alive connection is closed after this
+    header_timeout_seconds: float = 10.0  # a request's headers must arrive within this
+    max_header_bytes: int = 32 * 1024
+    body_timeout_seconds: float = 20.0  # a body must arrive within this ...
+    body_min_rate_bytes: int = 1000  # ... plus one second per this many bytes received
+
     link_horizon_seconds: int = 300
     pump_interval_seconds: float = 1.0
     link_overdue_seconds: float = 1.5  # a link this late past its fire_at counts as lost (idle p99 is ~0.1 s)

@@ -72,7 +72,7 @@ async def proofloop_precision(env: BenchEnv) -> tuple[Lateness, int]:
                     grace_seconds=0,
                 ),
             )
-            await create_task(owner, draft, min_interval_seconds=60, timing=timing)
+            await create_task(owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000)
             await asyncio.sleep(max(0.0, EVERY_S - (time.monotonic() - started)))
         state = await wait_batch_settled(db, "idle", time.monotonic() + DUE_IN_S + 15)
         if state.settled < state.total:

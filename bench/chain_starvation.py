@@ -117,7 +117,7 @@ async def proofloop_starvation(env: BenchEnv) -> Starvation:
                         grace_seconds=0,
                     ),
                 )
-                await create_task(owner, draft, min_interval_seconds=60, timing=timing)
+                await create_task(owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000)
             say(
                 f"Proofloop: {NEAR} tasks due in {NEAR_DUE_S:.0f} s created in {time.monotonic() - started:.1f} s"
             )

@@ -62,6 +62,7 @@ class Hub:
         self._catch_up_seconds = catch_up_seconds
         self._by_viewer: dict[str, set[Subscriber]] = {}
         self._sockets: dict[str, weakref.WeakSet[ClosableSocket]] = {}
+        self._open_sockets: dict[str, set[ClosableSocket]] = {}  # per viewer, for the connection quota
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._closing: set[asyncio.Task[None]] = set()
@@ -89,11 +90,19 @@ class Hub:
             for subscriber in list(subscribers):
                 subscriber.end(EndReason.SHUTDOWN)
 
-    def add(self, subscriber: Subscriber) -> None:
+    def add(self, subscriber: Subscriber, *, max_per_viewer: int | None = None) -> bool:
+        """Register a subscriber; False (nothing registered) when its viewer already has `max_per_viewer`."""
         subscribers = self._by_viewer.setdefault(subscriber.viewer_id, set())
-        if subscriber not in subscribers:
-            subscribers.add(subscriber)
-            OPEN_SUBSCRIPTIONS.inc()
+        if subscriber in subscribers:
+            return True
+        if max_per_viewer is not None and len(subscribers) >= max_per_viewer:
+            return False
+        subscribers.add(subscriber)
+        OPEN_SUBSCRIPTIONS.inc()
+        return True
+
+    def subscriptions_of(self, viewer_id: str) -> int:
+        return len(self._by_viewer.get(viewer_id, ()))
 
     def remove(self, subscriber: Subscriber) -> None:
         subscribers = self._by_viewer.get(subscriber.viewer_id)
@@ -102,6 +111,21 @@ class Hub:
             OPEN_SUBSCRIPTIONS.dec()
             if not subscribers:
                 del self._by_viewer[subscriber.viewer_id]
+
+    def open_socket(self, viewer_id: str, socket: ClosableSocket, *, max_per_viewer: int) -> bool:
+        """Count a viewer's open websocket; False (not counted) when they already have `max_per_viewer`."""
+        sockets = self._open_sockets.setdefault(viewer_id, set())
+        if socket not in sockets and len(sockets) >= max_per_viewer:
+            return False
+        sockets.add(socket)
+        return True
+
+    def close_socket(self, viewer_id: str, socket: ClosableSocket) -> None:
+        sockets = self._open_sockets.get(viewer_id)
+        if sockets is not None:
+            sockets.discard(socket)
+            if not sockets:
+                del self._open_sockets[viewer_id]
 
     def track_socket(self, token_id: str, socket: ClosableSocket, expires_at: datetime | None = None) -> None:
         """Remember a socket opened with `token_id`, so revoking the token closes it (weakly held), and so

@@ -13,7 +13,7 @@ from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.event import VerificationEvent
 from services import feeds
-from services.errors import Conflict, NotFound, ProofloopError, Unauthenticated
+from services.errors import Conflict, NotFound, ProofloopError, RateLimited, Unauthenticated
 
 DEFAULT_PAGE = 50
 
@@ -91,15 +91,19 @@ class EventSubscriptions:
         after: strawberry.ID | None = None,
     ) -> AsyncGenerator[VerificationEvent, None]:
         session = await info.context.authenticate()
+        limit = info.context.settings.max_subscriptions_per_user
+        hub = current_hub()
+        if hub.subscriptions_of(str(session.user.id)) >= limit:  # before any database work
+            raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
         last_sent = None if after is None else feeds.parse_position(after, "after")
         scope = await feeds.feed_scope(session.user, _optional_id(user_id), _optional_id(task_id))
         narrowed_to = next(iter(scope.user_ids)) if user_id is not None or task_id is not None else None
         subscriber = Subscriber(
             str(session.user.id), session.token_id, user_id=narrowed_to, task_id=scope.task_id
         )
-        hub = current_hub()
         # registered before reading the table, so whatever commits from now on is queued for us
-        hub.add(subscriber)
+        if not hub.add(subscriber, max_per_viewer=limit):
+            raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
         try:
             if last_sent is None:
                 last_sent = await feeds.latest_position()

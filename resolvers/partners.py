@@ -21,7 +21,11 @@ class PartnerMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def invite_partner(self, info: Info, email: str) -> Partnership:
         viewer = await info.context.viewer()
-        return Partnership(row=await partners.invite_partner(viewer, email, info.context.settings.public_url))
+        settings = info.context.settings
+        invited = await partners.invite_partner(
+            viewer, email, settings.public_url, max_per_day=settings.max_invites_per_day
+        )
+        return Partnership(row=invited)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def respond_to_invite(self, info: Info, partnership_id: strawberry.ID, accept: bool) -> Partnership:

@@ -31,6 +31,7 @@ class SubmitMedia(Protocol):
         arrival: datetime,
         policy: MediaPolicy,
         timing: ChainTiming,
+        max_attempts: int,
     ) -> Awaitable[VerificationRow]: ...
 
 
@@ -89,6 +90,7 @@ class ProofMutations:
             arrival=arrival,
             max_speed_kmh=settings.max_speed_kmh,
             timing=chain_timing(settings),
+            max_attempts=settings.max_proof_attempts,
         )
         return Verification(row=row)
 
@@ -113,5 +115,6 @@ async def _submit_media(
         arrival=arrival,
         policy=media_policy(info),
         timing=chain_timing(settings),
+        max_attempts=settings.max_proof_attempts,
     )
     return Verification(row=row)

@@ -42,6 +42,7 @@ class ReviewMutations:
             arrival=arrival,
             policy=media_policy(info),
             timing=chain_timing(settings),
+            max_attempts=settings.max_proof_attempts,
         )
         return Verification(row=row)
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from uuid import UUID
 
 import strawberry
 from tortoise.expressions import Q
@@ -31,7 +32,7 @@ async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
     viewer = await info.context.viewer()
     if user_id is None or str(user_id) == str(viewer.id):
         return str(viewer.id)
-    if not await tasks.is_active_partner(str(viewer.id), str(user_id)):
+    if not is_uuid(user_id) or not await tasks.is_active_partner(str(viewer.id), str(user_id)):
         raise NotFound("no such user among those you partner for")
     return str(user_id)
 
@@ -68,6 +69,9 @@ class TaskQueries:
                 created_at = datetime.fromisoformat(created)
             except ValueError:
                 raise BadInput("after", "is not a cursor this API issued") from None
+            if created_at.tzinfo is None or not is_uuid(task_id):
+                raise BadInput("after", "is not a cursor this API issued")
+            task_id = str(UUID(task_id))  # the canonical form: the database takes no "urn:uuid:" prefix
             query = query.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=task_id))
         rows = await query.order_by("-created_at", "-id").limit(first + 1)
         page = rows[:first]
@@ -107,6 +111,7 @@ class TaskMutations:
             input.to_draft(),
             min_interval_seconds=settings.min_interval_seconds,
             timing=chain_timing(settings),
+            max_tasks=settings.max_tasks_per_user,
         )
         return Task(row=row)
 

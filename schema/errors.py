@@ -9,6 +9,7 @@ client mistakes at INFO, real bugs at ERROR with their traceback.
 from __future__ import annotations
 
 import logging
+import re
 
 import strawberry
 from graphql.error import GraphQLError
@@ -27,6 +28,8 @@ INTERNAL_MESSAGE = "Internal server error."
 INTERNAL = "INTERNAL_SERVER_ERROR"
 # a document that cannot run as sent (no operation, or one this transport does not carry)
 DOCUMENT_ERRORS = (GraphQLError, MissingQueryError, CannotGetOperationTypeError, InvalidOperationTypeError)
+# graphql-core: "Variable '$input' has invalid value at .gps.radiusMeters: Float cannot represent ..."
+_VARIABLE = re.compile(r"Variable '\$(?P<name>\w+)' has invalid value(?: at (?P<path>[^:\s]+))?")
 
 
 def _rebuilt(error: GraphQLError, message: str, extensions: dict[str, object]) -> GraphQLError:
@@ -64,17 +67,28 @@ def coded_error(error: GraphQLError) -> GraphQLError:
         return _rebuilt(error, original.message, retry)
     if isinstance(original, ProofloopError):
         return _rebuilt(error, original.message, {"code": original.code})
-    coerced = variable is not None and isinstance(error.original_error, GraphQLError)
+    coerced = isinstance(error.original_error, GraphQLError) and (
+        variable is not None or _VARIABLE.match(error.message) is not None
+    )
     if isinstance(original, InvalidDateTime) or coerced:
         # a variable that does not fit its type: the innermost cause of a coercion error is a GraphQLError
-        extensions: dict[str, object] = {"code": "BAD_USER_INPUT"}
-        if variable is not None:
-            extensions["field"] = variable
-        return _rebuilt(error, error.message, extensions)
+        return _rebuilt(error, error.message, _variable_error_extensions(error.message, variable))
     if original is None or isinstance(original, DOCUMENT_ERRORS):
         code = (error.extensions or {}).get("code") or "GRAPHQL_VALIDATION_FAILED"
         return _rebuilt(error, error.message, {"code": code})
     return _rebuilt(error, INTERNAL_MESSAGE, {"code": INTERNAL})
+
+
+def _variable_error_extensions(message: str, variable: str | None) -> dict[str, object]:
+    """BAD_USER_INPUT naming the variable, and the path inside it when graphql-core's message names one."""
+    extensions: dict[str, object] = {"code": "BAD_USER_INPUT"}
+    named = _VARIABLE.match(message)
+    if named is not None:
+        path = re.sub(r"\[(\d+)\]", r".\1", named.group("path") or "")  # [0].x -> .0.x
+        extensions["field"] = named.group("name") + path
+    elif variable is not None:
+        extensions["field"] = variable
+    return extensions
 
 
 def log_error(error: GraphQLError, operation_name: str | None) -> None:

@@ -9,7 +9,14 @@ import strawberry
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
 from schema.enums import ReviewTimeoutPolicy, VerificationMethod
 from services.errors import BadInput
-from services.task_drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskDraft, TaskPatch
+from services.task_drafts import (
+    GpsRuleDraft,
+    PartnerRuleDraft,
+    SchedulePatch,
+    TaskDraft,
+    TaskPatch,
+    check_schedule_text,
+)
 from verification.recurrence import Schedule
 
 
@@ -34,6 +41,7 @@ class ScheduleInput:
     grace_seconds: int = 0
 
     def to_schedule(self, field: str) -> Schedule:
+        check_schedule_text(self.rrule, self.timezone, field)
         return Schedule(
             starts_at=aware(self.starts_at, f"{field}.startsAt"),
             rrule=self.rrule,
@@ -109,11 +117,14 @@ class SchedulePatchInput:
 
     def to_patch(self) -> SchedulePatch:
         starts_at = self.starts_at if isinstance(self.starts_at, datetime) else None
+        rrule = self.rrule if isinstance(self.rrule, str) else None
+        timezone = self.timezone if isinstance(self.timezone, str) else None
+        check_schedule_text(rrule, timezone, "input.schedule")
         return SchedulePatch(
             starts_at=aware(starts_at, "input.schedule.startsAt") if starts_at else None,
-            rrule=self.rrule if isinstance(self.rrule, str) else None,
+            rrule=rrule,
             rrule_set=self.rrule is not strawberry.UNSET,
-            timezone=self.timezone if isinstance(self.timezone, str) else None,
+            timezone=timezone,
             window_seconds=self.window_seconds if isinstance(self.window_seconds, int) else None,
             grace_seconds=self.grace_seconds if isinstance(self.grace_seconds, int) else None,
         )

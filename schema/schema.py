@@ -14,8 +14,10 @@ from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
 from schema.errors import ErrorCodes, ProofloopSchema
 from schema.execution import ProofloopExecutionContext
+from schema.input_guards import ArgumentGuards
 from schema.media_uploads import OneMediaUploadPerDocument
 from schema.metrics_extension import OperationMetrics
+from schema.query_cost import QueryCostLimiter
 from schema.scalars import SCALAR_OVERRIDES
 
 MAX_DEPTH = 10
@@ -49,6 +51,8 @@ schema = ProofloopSchema(
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
         lambda: AddValidationRules([OneMediaUploadPerDocument]),
+        QueryCostLimiter,  # its budget is PROOFLOOP_MAX_QUERY_COST, read from the request's settings
+        ArgumentGuards,
         ErrorCodes,
     ],
 )

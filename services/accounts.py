@@ -7,7 +7,6 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tortoise.exceptions import IntegrityError
 
@@ -19,6 +18,8 @@ from services.errors import BadInput, Conflict, NotFound, Unauthenticated
 from services.ids import parse_id
 from services.passwords import PasswordHashing, check_password_policy
 from services.rate_limits import AttemptWindow, LoginBackoff, remember_owner_address
+from verification.errors import InvalidInput
+from verification.timezones import zone_of
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 # Sliding expiry is written at most this often, so a burst of requests is not a burst of writes.
@@ -54,9 +55,9 @@ def normalize_email(email: str, field: str = "email") -> str:
 
 def validate_timezone(name: str, field: str) -> str:
     try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise BadInput(field, f"unknown IANA timezone {name!r}") from None
+        zone_of(name, field)
+    except InvalidInput as exc:
+        raise BadInput(exc.field, exc.message) from None
     return name
 
 

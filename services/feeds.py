@@ -18,6 +18,8 @@ from services.ids import parse_id
 from services.tasks import visible_task
 
 MAX_PAGE = 100
+# Positions are BIGINT: a larger "id" names no event and must not reach the database.
+MAX_POSITION = 2**63 - 1
 # Rows read per query when catching up: bounded, so a long backlog never lands in memory at once.
 READ_BATCH = 500
 
@@ -80,12 +82,14 @@ async def watchers_of(user_ids: Collection[str]) -> dict[str, set[str]]:
 
 def parse_position(value: object, field: str) -> int:
     """An event id as the API hands it out: a non-negative integer."""
-    try:
-        position = int(str(value))
-    except ValueError:
-        raise BadInput(field, "is not an event id") from None
-    if position < 0:
+    text = str(value)
+    if (
+        not (text.isascii() and text.isdigit())
+        or len(text) > len(str(MAX_POSITION))
+        or int(text) > MAX_POSITION
+    ):
         raise BadInput(field, "is not an event id")
+    position = int(text)
     return position
 
 

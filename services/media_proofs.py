@@ -206,8 +206,9 @@ async def submit_photo(
     arrival: datetime,
     policy: MediaPolicy,
     timing: ChainTiming,
+    max_attempts: int,
 ) -> Verification:
-    target = await proof_target(viewer, instance_id, VerificationMethod.PHOTO)
+    target = await proof_target(viewer, instance_id, VerificationMethod.PHOTO, max_attempts=max_attempts)
     if (late := await _outside_window(target, arrival, timing)) is not None:
         return late
     await check_quota(str(viewer.id), upload.size, policy.quota_bytes)
@@ -227,8 +228,9 @@ async def submit_video(
     arrival: datetime,
     policy: MediaPolicy,
     timing: ChainTiming,
+    max_attempts: int,
 ) -> Verification:
-    target = await proof_target(viewer, instance_id, VerificationMethod.VIDEO)
+    target = await proof_target(viewer, instance_id, VerificationMethod.VIDEO, max_attempts=max_attempts)
     if (late := await _outside_window(target, arrival, timing)) is not None:
         return late
     await check_quota(str(viewer.id), upload.size, policy.quota_bytes)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from tortoise.expressions import Q
 
 from models import Partnership, PartnershipStatus, User
 from realtime import notices
 from services.accounts import normalize_email
 from services.db import db_now, on_commit, write_transaction
-from services.errors import BadInput, Conflict, Forbidden, NotFound
+from services.errors import BadInput, Conflict, Forbidden, NotFound, RateLimited
 from services.ids import parse_id
 from services.mail import messages
 from services.mail.outbox import queue_mail
@@ -16,7 +18,7 @@ from services.mail.outbox import queue_mail
 _OPEN = (PartnershipStatus.INVITED, PartnershipStatus.ACTIVE)
 
 
-async def invite_partner(viewer: User, email: str, public_url: str) -> Partnership:
+async def invite_partner(viewer: User, email: str, public_url: str, *, max_per_day: int) -> Partnership:
     """Invite whoever owns `email` to watch the viewer, and mail that address.
 
     Never reveals whether an account exists: the partnership and the mail are created the same way for a
@@ -29,6 +31,9 @@ async def invite_partner(viewer: User, email: str, public_url: str) -> Partnersh
     async with write_transaction():
         # serializes this user's invites, so two at once cannot both pass the duplicate check
         await User.filter(id=viewer.id).select_for_update().first()
+        since = await db_now() - timedelta(days=1)
+        if await Partnership.filter(user_id=viewer.id, created_at__gte=since).count() >= max_per_day:
+            raise RateLimited(f"at most {max_per_day} invites in 24 hours; try again later")
         duplicate = await Partnership.filter(
             Q(invited_email=email) | Q(partner__email=email), user_id=viewer.id, status__in=_OPEN
         ).exists()

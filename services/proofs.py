@@ -39,6 +39,8 @@ from verification.window import in_window
 INSTANCE_FIELD = "instanceId"
 # A phone's clock may run a little ahead of the database's; more than this is a lie about the future.
 RECORDED_AT_SLACK = timedelta(seconds=60)
+# No fix on Earth is vaguer than half its circumference; larger numbers are not measurements.
+MAX_FIX_ACCURACY_METERS = 20_037_508.0
 # A proof that arrived in time beats the deadline: near closesAt the chain's timer waits this long for it.
 DEADLINE_HOLD = timedelta(seconds=60)
 
@@ -49,8 +51,13 @@ class ProofTarget:
     task: Task
 
 
-async def proof_target(viewer: User, instance_id: str, method: VerificationMethod) -> ProofTarget:
-    """The caller's own PENDING instance of a task proved by `method`, or the error the contract names."""
+async def proof_target(
+    viewer: User, instance_id: str, method: VerificationMethod, *, max_attempts: int
+) -> ProofTarget:
+    """The caller's own PENDING instance of a task proved by `method`, or the error the contract names.
+
+    Also the per-instance attempts quota: checked here, before any proof is read or decoded.
+    """
     instance = await TaskInstance.filter(id=parse_id(instance_id, "instance")).select_related("task").first()
     if instance is None or instance.task.deleted_at is not None:
         raise NotFound("no such instance")
@@ -63,6 +70,8 @@ async def proof_target(viewer: User, instance_id: str, method: VerificationMetho
         raise BadInput(INSTANCE_FIELD, f"this task is proved by {task.method.value}, not {method.value}")
     if instance.status is not InstanceStatus.PENDING:
         raise Conflict(f"the instance is already {instance.status.value}")
+    if await Verification.filter(instance_id=instance.id).count() >= max_attempts:
+        raise Conflict(f"this instance has had {max_attempts} proof attempts, the most allowed")
     return ProofTarget(instance=instance, task=task)
 
 
@@ -178,8 +187,10 @@ def check_check_in(check_in: CheckIn, arrival: datetime) -> None:
         validate_point(check_in.latitude, check_in.longitude, "location")
     except InvalidInput as exc:
         raise BadInput(exc.field, exc.message) from None
-    if not (math.isfinite(check_in.accuracy_meters) and check_in.accuracy_meters > 0):
-        raise BadInput("accuracyMeters", "must be a finite number greater than 0")
+    if not (
+        math.isfinite(check_in.accuracy_meters) and 0 < check_in.accuracy_meters <= MAX_FIX_ACCURACY_METERS
+    ):
+        raise BadInput("accuracyMeters", f"must be greater than 0 and at most {MAX_FIX_ACCURACY_METERS:.0f}")
     if check_in.recorded_at is not None and check_in.recorded_at > arrival + RECORDED_AT_SLACK:
         raise BadInput("recordedAt", "must not be in the future")
 
@@ -220,9 +231,10 @@ async def check_in(
     arrival: datetime,
     max_speed_kmh: float,
     timing: ChainTiming,
+    max_attempts: int,
 ) -> Verification:
     check_check_in(check_in, arrival)
-    target = await proof_target(viewer, instance_id, VerificationMethod.GPS)
+    target = await proof_target(viewer, instance_id, VerificationMethod.GPS, max_attempts=max_attempts)
     async with holding_deadline(target, arrival, timing):
         previous = await previous_fix(str(viewer.id))
         at = check_in.recorded_at or arrival

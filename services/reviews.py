@@ -64,6 +64,7 @@ async def request_review(
     arrival: datetime,
     policy: MediaPolicy,
     timing: ChainTiming,
+    max_attempts: int,
 ) -> Verification:
     """Put the owner's PENDING instance up for review; an attached photo passes the photo rules first.
 
@@ -71,7 +72,10 @@ async def request_review(
     a recycled picture; a failing photo is a REJECTED Verification and the instance stays PENDING.
     """
     note = _check_text(note, "note")
-    target = await proof_target(viewer, instance_id, VerificationMethod.PARTNER)
+    target = await proof_target(viewer, instance_id, VerificationMethod.PARTNER, max_attempts=max_attempts)
+    if not await Partnership.exists(user_id=viewer.id, status=PartnershipStatus.ACTIVE):
+        # else nobody could decide, and onTimeout APPROVE would verify it unseen
+        raise Conflict("a review needs at least one ACTIVE partner: invite one first")
     outside = window_reason(target, arrival)
     if photo is None or outside is not None:  # outside the window the photo is not even read
         draft = new_verification(target, arrival, note=note)

@@ -8,11 +8,17 @@ from datetime import datetime
 
 from models import ReviewTimeoutPolicy, VerificationMethod
 from services.errors import BadInput
+from verification.errors import InvalidInput
 from verification.recurrence import Schedule
+from verification.timezones import zone_of
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 5000
 MAX_REVIEW_WINDOW = 30 * 24 * 3600
+MAX_RRULE = 500
+# Physical bounds: a geofence wider than a city proves nothing, and no phone fix is that vague.
+MAX_RADIUS_METERS = 100_000.0
+MAX_ACCURACY_METERS = 10_000.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,17 @@ class TaskPatch:
     partner: PartnerRuleDraft | None = None
 
 
+def check_schedule_text(rrule: str | None, timezone: str | None, field: str) -> None:
+    """The cheap checks, before the recurrence engine (or the zone database) sees the schedule."""
+    if rrule is not None and len(rrule) > MAX_RRULE:
+        raise BadInput(f"{field}.rrule", f"must be at most {MAX_RRULE} characters")
+    if timezone is not None:
+        try:
+            zone_of(timezone, f"{field}.timezone")
+        except InvalidInput as exc:
+            raise BadInput(exc.field, exc.message) from None
+
+
 def check_title(title: str) -> str:
     title = title.strip()
     if not 1 <= len(title) <= MAX_TITLE:
@@ -87,10 +104,14 @@ def check_gps_rule(rule: GpsRuleDraft) -> None:
         raise BadInput("input.gps.center.latitude", "must be between -90 and 90")
     if not -180 <= lon <= 180:
         raise BadInput("input.gps.center.longitude", "must be between -180 and 180")
-    if _finite(rule.radius_meters, "input.gps.radiusMeters") <= 0:
-        raise BadInput("input.gps.radiusMeters", "must be greater than 0")
-    if _finite(rule.max_accuracy_meters, "input.gps.maxAccuracyMeters") <= 0:
-        raise BadInput("input.gps.maxAccuracyMeters", "must be greater than 0")
+    if not 0 < _finite(rule.radius_meters, "input.gps.radiusMeters") <= MAX_RADIUS_METERS:
+        raise BadInput(
+            "input.gps.radiusMeters", f"must be greater than 0 and at most {MAX_RADIUS_METERS:.0f}"
+        )
+    if not 0 < _finite(rule.max_accuracy_meters, "input.gps.maxAccuracyMeters") <= MAX_ACCURACY_METERS:
+        raise BadInput(
+            "input.gps.maxAccuracyMeters", f"must be greater than 0 and at most {MAX_ACCURACY_METERS:.0f}"
+        )
 
 
 def check_video_rule(min_duration_seconds: float) -> None:

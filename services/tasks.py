@@ -33,11 +33,12 @@ from verification.recurrence import Schedule
 
 
 async def create_task(
-    owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming
+    owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
 ) -> Task:
     title = check_title(draft.title)
     description = check_description(draft.description)
     check_rules(draft)
+    await check_task_quota(owner, max_tasks)  # before the schedule's costlier validation
     schedule = whole_seconds(draft.schedule)
     schedule = await check_schedule(
         schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
@@ -48,6 +49,9 @@ async def create_task(
     if draft.method is VerificationMethod.PARTNER and partner is None:
         partner = PartnerRuleDraft(review_window_seconds=86400, on_timeout=ReviewTimeoutPolicy.REJECT)
     async with write_transaction():
+        # serializes this owner's creates, so two at once cannot both pass the quota
+        await User.filter(id=owner.id).select_for_update().first()
+        await check_task_quota(owner, max_tasks)
         now = await db_now()
         task = await Task.create(
             owner=owner,
@@ -71,6 +75,11 @@ async def create_task(
         # a one-off whose time has passed plans nothing and ends at once
         await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing, due=due)
     return task
+
+
+async def check_task_quota(owner: User, max_tasks: int) -> None:
+    if await Task.filter(owner_id=owner.id, deleted_at=None).count() >= max_tasks:
+        raise Conflict(f"you have {max_tasks} tasks, the most allowed: delete one to create another")
 
 
 def whole_seconds(schedule: Schedule) -> Schedule:

@@ -16,12 +16,13 @@ import logging
 from functools import cached_property
 from typing import Any
 
+import strawberry
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
+from starlette.websockets import WebSocket, WebSocketState
+from strawberry.asgi import ASGIWebSocketAdapter, GraphQL
 from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.file_uploads.utils import replace_placeholders_with_files
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
@@ -41,7 +42,20 @@ from settings import Settings
 from web.graphiql import graphiql_page
 from web.origins import AllowedOrigins
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
+from web.request_json import RefusedJSON, decode_request_json
 from web.ws_protocols import LegacyWSHandler, TransportWSHandler
+
+# graphql-transport-ws has no code for "too many": 4429 is its "too many requests", with our reason
+SOCKET_QUOTA_CLOSE_CODE = 4429
+_COUNTED_SOCKET = "proofloop_counted_socket"
+
+
+class _ClosingOnceAdapter(ASGIWebSocketAdapter):
+    async def close(self, code: int, reason: str) -> None:
+        # a socket refused over its quota was closed with its own code: Strawberry's 4403 must not follow
+        if self.ws.application_state is not WebSocketState.DISCONNECTED:
+            await super().close(code, reason)
+
 
 log = logging.getLogger("proofloop.graphql")
 
@@ -109,6 +123,7 @@ def is_request_error(result: ExecutionResult) -> bool:
 class ProofloopGraphQL(GraphQL[Context, None]):
     graphql_transport_ws_handler_class = TransportWSHandler
     graphql_ws_handler_class = LegacyWSHandler
+    websocket_adapter_class = _ClosingOnceAdapter
 
     def __init__(
         self,
@@ -128,6 +143,15 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         self.trusted_documents = trusted_documents
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            try:
+                await super().__call__(scope, receive, send)
+            finally:
+                counted = scope.get("state", {}).pop(_COUNTED_SOCKET, None)
+                hub = running_hub()
+                if counted is not None and hub is not None:
+                    hub.close_socket(*counted)
+            return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
@@ -272,6 +296,24 @@ class ProofloopGraphQL(GraphQL[Context, None]):
     def is_websocket_origin_allowed(self, request: WebSocket, origin: str) -> bool:
         return self.origins.allows(origin)
 
+    def decode_json(self, data: str | bytes) -> object:
+        return decode_request_json(data)
+
+    async def run(
+        self, request: Any, context: Any = strawberry.UNSET, root_value: Any = strawberry.UNSET
+    ) -> Any:
+        try:
+            return await super().run(request, context, root_value)
+        except HTTPException as exc:
+            refused = exc.__cause__
+            if not isinstance(refused, RefusedJSON):
+                raise
+            error = {
+                "message": refused.reason,
+                "extensions": {"code": "BAD_USER_INPUT", "field": refused.field},
+            }
+            return JSONResponse({"errors": [error]}, status_code=400)
+
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         return Context(
             request=request,
@@ -291,5 +333,16 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             raise ConnectionRejectionError({"message": "a valid bearer token is required"}) from None
         hub = running_hub()
         if hub is not None and isinstance(context.request, WebSocket):
-            hub.track_socket(session.token_id, context.request, session.expires_at)  # logout/expiry close it
+            socket, viewer_id, limit = (
+                context.request,
+                str(session.user.id),
+                self.settings.max_sockets_per_user,
+            )
+            if not hub.open_socket(viewer_id, socket, max_per_viewer=limit):
+                await socket.close(
+                    code=SOCKET_QUOTA_CLOSE_CODE, reason=f"RATE_LIMITED: at most {limit} sockets"
+                )
+                raise ConnectionRejectionError({"message": f"at most {limit} open connections per user"})
+            socket.scope.setdefault("state", {})[_COUNTED_SOCKET] = (viewer_id, socket)
+            hub.track_socket(session.token_id, socket, session.expires_at)  # logout/expiry close it
         return await super().on_ws_connect(context)

@@ -12,6 +12,7 @@ from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
 from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
 from schema.types.user import User, load_user
 from services.chain import OPEN_STATUSES
+from services.errors import BadInput
 from services.schedules import recurrence_budget, upcoming
 from services.streaks import streak_of
 
@@ -135,8 +136,8 @@ class Task:
         total = await query.count()
         if after is not None:
             (seq,) = decode_cursor(after, 1)
-            if not seq.isdigit():
-                raise ValueError("bad cursor")
+            if not (seq.isascii() and seq.isdigit()) or len(seq) > 18:
+                raise BadInput("after", "is not a cursor this API issued")
             query = query.filter(seq__lt=int(seq))
         rows = await query.order_by("-seq").limit(first + 1)
         page, has_next = rows[:first], len(rows) > first

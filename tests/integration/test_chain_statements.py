@@ -40,7 +40,10 @@ async def _user_with_tasks(count: int) -> Task:
             grace_seconds=0,
         ),
     )
-    tasks = [await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS) for _ in range(count)]
+    tasks = [
+        await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
+        for _ in range(count)
+    ]
     return tasks[0]
 
 

@@ -31,7 +31,7 @@ async def _instance_due_soon() -> tuple[User, TaskInstance]:
         method=VerificationMethod.PHOTO,
         schedule=Schedule(starts_at=due, rrule=None, timezone="UTC", window_seconds=60, grace_seconds=0),
     )
-    task = await create_task(user, draft, min_interval_seconds=1, timing=TIMING)
+    task = await create_task(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)
     return user, await TaskInstance.get(task_id=task.id)
 
 
@@ -42,7 +42,7 @@ async def test_the_deadline_waits_for_a_proof_being_judged(
 ) -> None:
     configure_broker(redis_url)  # the chain sends the instance's own link, as the API would
     user, instance = await _instance_due_soon()
-    target = await proof_target(user, str(instance.id), VerificationMethod.PHOTO)
+    target = await proof_target(user, str(instance.id), VerificationMethod.PHOTO, max_attempts=10)
     arrival = await db_now()
     async with holding_deadline(target, arrival, TIMING):
         await asyncio.sleep(

@@ -1,0 +1,174 @@
+"""A document's cost, refused over the budget before anything runs.
+
+Every selected field costs 1; a field sized by `first`/`last` (the literal, the variable's value or the
+argument's default) multiplies the cost of everything under it, and so do lists without a size argument
+(by an assumed length). So `tasks(first:100){edges{node{u0:upcoming(first:100) ...}}}` costs about
+100 x 29 x 100 and is refused, while the depth and alias caps alone would let it run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    GraphQLField,
+    GraphQLList,
+    GraphQLNamedType,
+    GraphQLObjectType,
+    GraphQLOutputType,
+    GraphQLSchema,
+    InlineFragmentNode,
+    IntValueNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    ValidationContext,
+    ValidationRule,
+    VariableNode,
+    get_named_type,
+    get_nullable_type,
+)
+from strawberry.extensions import SchemaExtension
+
+SIZE_ARGUMENTS = ("first", "last")
+# What a page size counts as at most: larger ones are refused by the field itself (BAD_USER_INPUT).
+MAX_PAGE = 100
+# A list without a size argument (partnerships, an instance's verifications) is assumed this long.
+UNSIZED_LIST = 20
+
+
+class QueryCost:
+    """Computes one operation's cost against a schema, given the request's variables."""
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        fragments: Mapping[str, FragmentDefinitionNode],
+        variables: Mapping[str, Any],
+        operation: OperationDefinitionNode,
+    ) -> None:
+        self.schema = schema
+        self.fragments = fragments
+        self.variables = variables
+        self.defaults = {d.variable.name.value: d.default_value for d in operation.variable_definitions or ()}
+        self._fragment_costs: dict[tuple[str, str], int] = {}
+
+    def of_operation(self, operation: OperationDefinitionNode) -> int:
+        root = self.schema.get_root_type(operation.operation)
+        if root is None:
+            return 0
+        return self._selection_cost(operation.selection_set, root)
+
+    def _selection_cost(self, selection_set: SelectionSetNode, parent: GraphQLNamedType) -> int:
+        total = 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                total += self._field_cost(selection, parent)
+            elif isinstance(selection, InlineFragmentNode):
+                total += self._selection_cost(selection.selection_set, self._condition(selection, parent))
+            elif isinstance(selection, FragmentSpreadNode):
+                total += self._fragment_cost(selection.name.value, parent)
+        return total
+
+    def _field_cost(self, field: FieldNode, parent: GraphQLNamedType) -> int:
+        if not isinstance(parent, GraphQLObjectType) or field.name.value not in parent.fields:
+            return 0  # unknown fields are another rule's to report
+        definition = parent.fields[field.name.value]
+        child = 0
+        if field.selection_set is not None:
+            child = self._selection_cost(field.selection_set, get_named_type(definition.type))
+        return self._multiplier(field, definition, parent) * (1 + child)
+
+    def _fragment_cost(self, name: str, parent: GraphQLNamedType) -> int:
+        """Each fragment is costed once per parent type, so spreading it many times stays cheap to check."""
+        key = (name, parent.name)
+        if key not in self._fragment_costs:
+            fragment = self.fragments.get(name)
+            self._fragment_costs[key] = 0  # a cycle (refused by another rule) adds nothing
+            if fragment is not None:
+                self._fragment_costs[key] = self._selection_cost(
+                    fragment.selection_set, self._condition(fragment, parent)
+                )
+        return self._fragment_costs[key]
+
+    def _condition(
+        self, fragment: InlineFragmentNode | FragmentDefinitionNode, parent: GraphQLNamedType
+    ) -> GraphQLNamedType:
+        if fragment.type_condition is None:
+            return parent
+        return self.schema.get_type(fragment.type_condition.name.value) or parent
+
+    def _multiplier(self, field: FieldNode, definition: GraphQLField, parent: GraphQLObjectType) -> int:
+        size = self._size_argument(field, definition)
+        if size is not None:
+            return size
+        if isinstance(get_nullable_type(definition.type), GraphQLList) and not _is_connection(parent):
+            return UNSIZED_LIST  # a connection's edges are sized by the field that returned it
+        return 1
+
+    def _size_argument(self, field: FieldNode, definition: GraphQLField) -> int | None:
+        sizes = [self._argument_value(field, definition, name) for name in SIZE_ARGUMENTS]
+        given = [size for size in sizes if size is not None]
+        if not given:
+            return None
+        return max(0, min(max(given), MAX_PAGE))
+
+    def _argument_value(self, field: FieldNode, definition: GraphQLField, name: str) -> int | None:
+        argument = definition.args.get(name)
+        if argument is None:
+            return None
+        default = argument.default_value if isinstance(argument.default_value, int) else None
+        node = next((a.value for a in field.arguments or () if a.name.value == name), None)
+        if isinstance(node, IntValueNode):
+            return int(node.value)
+        if isinstance(node, VariableNode):
+            value = self.variables.get(node.name.value, self.defaults.get(node.name.value))
+            if isinstance(value, IntValueNode):
+                return int(value.value)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            return default if value is None else MAX_PAGE  # not an Int: coercion refuses it later
+        return default
+
+
+def _is_connection(parent: GraphQLOutputType) -> bool:
+    return isinstance(parent, GraphQLObjectType) and parent.name.endswith("Connection")
+
+
+def cost_rule(budget: int, variables: Mapping[str, Any]) -> type[ValidationRule]:
+    class QueryCostRule(ValidationRule):
+        def __init__(self, context: ValidationContext) -> None:
+            super().__init__(context)
+            document = context.document
+            self.fragments = {
+                d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+            }
+
+        def enter_operation_definition(self, node: OperationDefinitionNode, *_: object) -> None:
+            cost = QueryCost(self.context.schema, self.fragments, variables, node).of_operation(node)
+            if cost > budget:
+                self.report_error(
+                    GraphQLError(
+                        f"query cost {cost} exceeds the budget of {budget}: list sizes (first, last) "
+                        "multiply through nesting; ask for smaller pages or fewer nested lists",
+                        node,
+                    )
+                )
+
+    return QueryCostRule
+
+
+class QueryCostLimiter(SchemaExtension):
+    """Adds the cost rule with this request's variables and the budget from its settings."""
+
+    def on_operation(self) -> Iterator[None]:
+        context = self.execution_context.context
+        budget: int | None = getattr(getattr(context, "settings", None), "max_query_cost", None)
+        if budget is not None:
+            rule = cost_rule(budget, self.execution_context.variables or {})
+            self.execution_context.validation_rules = (*self.execution_context.validation_rules, rule)
+        yield

@@ -1,0 +1,23 @@
+"""The short fuzz run `make test` includes: every query and mutation, generated arguments, a real server.
+
+The longer run is `python -m bench.fuzz_api`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.api_fuzz import fuzz_api
+from tests.harness import ApiClient, ServerProcess, create_open_task, partner_pair
+
+EXAMPLES = 120
+
+
+async def test_generated_documents_never_fail_inside(api: ApiClient, server: ServerProcess) -> None:
+    owner_token, owner_id, _, partner_id = await partner_pair(api)
+    task_id, instance_id = await create_open_task(api, owner_token, "GPS")
+    partnerships = await api.execute("{ partnerships { id } }", token=owner_token)
+    known = [owner_id, partner_id, task_id, instance_id, *(p["id"] for p in partnerships["partnerships"])]
+    report = await asyncio.to_thread(fuzz_api, server.url, owner_token, known, examples=EXAMPLES)
+    print(report.requests, report.codes, f"slowest {report.slowest_seconds:.2f} s")
+    assert report.requests >= EXAMPLES // 2  # hypothesis may stop early only when it runs out of new cases

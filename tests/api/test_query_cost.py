@@ -1,0 +1,64 @@
+"""The query cost rule over real HTTP: list sizes multiply through nesting; over the budget, nothing runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import ApiClient, GraphQLFailure
+
+BUDGET = 20_000  # PROOFLOOP_MAX_QUERY_COST's default
+UPCOMING_ALIASES = " ".join(f"u{i}: upcoming(first: 100)" for i in range(29))
+ATTACK = f"{{ tasks(first: 100) {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}"
+
+
+async def refused(
+    api: ApiClient, token: str, document: str, variables: dict[str, object] | None = None
+) -> str:
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute(document, variables, token=token)
+    assert failure.value.code == "GRAPHQL_VALIDATION_FAILED"
+    return failure.value.message
+
+
+async def test_the_upcoming_fan_out_is_refused_with_its_cost_and_the_budget(api: ApiClient) -> None:
+    token, _ = await api.register()
+    message = await refused(api, token, ATTACK)
+    # 100 tasks x (edge + node + 29 aliases x 100 due times)
+    assert f"query cost {100 * (1 + 1 + 1 + 29 * 100)} exceeds the budget of {BUDGET}" in message
+
+
+async def test_sizes_given_as_variables_and_by_default_count_too(api: ApiClient) -> None:
+    token, _ = await api.register()
+    by_variable = f"query($n: Int) {{ tasks(first: $n) {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}"
+    assert "exceeds the budget" in await refused(api, token, by_variable, {"n": 100})
+    by_variable_default = by_variable.replace("$n: Int", "$n: Int = 100")
+    assert "exceeds the budget" in await refused(api, token, by_variable_default)
+    # no sizes written at all: tasks' 20 x instances' 20 x the verifications list, three times over
+    nested = " ".join(
+        f"a{i}: instances {{ edges {{ node {{ verifications {{ id status reason note }} }} }} }}"
+        for i in range(3)
+    )
+    message = await refused(api, token, f"{{ tasks {{ edges {{ node {{ {nested} }} }} }} }}")
+    assert "exceeds the budget" in message
+
+
+async def test_fragments_are_costed_like_inline_selections(api: ApiClient) -> None:
+    token, _ = await api.register()
+    document = f"""
+      query {{ tasks(first: 100) {{ edges {{ node {{ ...Due }} }} }} }}
+      fragment Due on Task {{ {UPCOMING_ALIASES} }}
+    """
+    assert "exceeds the budget" in await refused(api, token, document)
+
+
+async def test_ordinary_documents_run(api: ApiClient) -> None:
+    token, _ = await api.register()
+    document = """query {
+      me { id }
+      tasks(first: 100) { totalCount edges { cursor node { id title upcoming(first: 10)
+        currentInstance { id status verifications { id } }
+        instances(first: 20) { edges { node { id status } } } } } }
+      events(first: 100) { id type task { title } }
+    }"""
+    data = await api.execute(document, token=token)
+    assert data["tasks"]["totalCount"] == 0

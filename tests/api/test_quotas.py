@@ -1,0 +1,203 @@
+"""Per-user quotas over the real API, on a server whose quotas are set small."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack
+from typing import Any
+
+import aiohttp
+import pytest
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from tests.harness import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port
+
+QUOTAS = {
+    "PROOFLOOP_MAX_TASKS_PER_USER": "3",
+    "PROOFLOOP_MAX_PROOF_ATTEMPTS": "2",
+    "PROOFLOOP_MAX_INVITES_PER_DAY": "3",
+    "PROOFLOOP_MAX_SOCKETS_PER_USER": "2",
+    "PROOFLOOP_MAX_SUBSCRIPTIONS_PER_USER": "3",
+}
+SUBSCRIBE = "subscription { verificationEvents { id type } }"
+CHECK_IN = """mutation($i: ID!) {
+  checkIn(instanceId: $i, location: {latitude: 0, longitude: 0}, accuracyMeters: 10) { status reason }
+}"""
+
+
+@pytest.fixture(scope="module")
+def small_quotas(service_env: dict[str, str]) -> Iterator[ServerProcess]:
+    with ServerProcess({**service_env, **QUOTAS}, port=free_port()) as proc:
+        yield proc
+
+
+@pytest.fixture
+async def quota_api(small_quotas: ServerProcess) -> AsyncIterator[ApiClient]:
+    async with ApiClient(small_quotas.url) as client:
+        yield client
+
+
+async def failure_of(api: ApiClient, document: str, variables: dict[str, Any], token: str) -> GraphQLFailure:
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute(document, variables, token=token)
+    return failure.value
+
+
+async def test_tasks_per_user(quota_api: ApiClient) -> None:
+    token, _ = await quota_api.register()
+    ids = [(await create_open_task(quota_api, token, "PHOTO"))[0] for _ in range(3)]
+    create = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"
+    value = {"title": "one more", "method": "PHOTO", "schedule": {"startsAt": "2030-01-01T07:00:00+00:00"}}
+    failure = await failure_of(quota_api, create, {"input": value}, token)
+    assert failure.code == "CONFLICT"
+    assert "3 tasks" in failure.message
+    # deleting one frees its place; others' quotas are their own
+    await quota_api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": ids[0]}, token=token)
+    await quota_api.execute(create, {"input": value}, token=token)
+    other, _ = await quota_api.register()
+    await quota_api.execute(create, {"input": value}, token=other)
+
+
+async def test_proof_attempts_per_instance(quota_api: ApiClient) -> None:
+    token, _ = await quota_api.register()
+    _, instance_id = await create_open_task(quota_api, token, "GPS")
+    for _ in range(2):  # far outside the geofence: rejected, the instance stays open
+        rejected = await quota_api.execute(CHECK_IN, {"i": instance_id}, token=token)
+        assert rejected["checkIn"] == {"status": "REJECTED", "reason": "OUTSIDE_GEOFENCE"}
+    failure = await failure_of(quota_api, CHECK_IN, {"i": instance_id}, token)
+    assert failure.code == "CONFLICT"
+    assert "2 proof attempts" in failure.message
+
+
+async def test_invites_per_day(quota_api: ApiClient) -> None:
+    token, _ = await quota_api.register()
+    invite = "mutation($e: String!) { invitePartner(email: $e) { id } }"
+    for _ in range(3):
+        await quota_api.execute(invite, {"e": f"friend-{uuid.uuid4().hex[:8]}@example.com"}, token=token)
+    failure = await failure_of(quota_api, invite, {"e": "one-more@example.com"}, token)
+    assert failure.code == "RATE_LIMITED"
+    assert "3 invites in 24 hours" in failure.message
+
+
+async def open_socket(server: ServerProcess, token: str) -> ClientConnection:
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    socket = await websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")])
+    await socket.send(
+        json.dumps({"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}})
+    )
+    return socket
+
+
+async def acked(socket: ClientConnection) -> None:
+    assert json.loads(await asyncio.wait_for(socket.recv(), 10)) == {"type": "connection_ack"}
+
+
+async def subscribe(socket: ClientConnection, operation_id: str) -> None:
+    await socket.send(json.dumps({"id": operation_id, "type": "subscribe", "payload": {"query": SUBSCRIBE}}))
+
+
+async def test_open_sockets_per_user(small_quotas: ServerProcess, quota_api: ApiClient) -> None:
+    token, _ = await quota_api.register()
+    async with AsyncExitStack() as stack:
+        for _ in range(2):
+            socket = await open_socket(small_quotas, token)
+            stack.push_async_callback(socket.close)
+            await acked(socket)
+        refused = await open_socket(small_quotas, token)
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(refused.recv(), 10)
+        assert closed.value.rcvd is not None
+        assert closed.value.rcvd.code == 4429
+        assert closed.value.rcvd.reason.startswith("RATE_LIMITED")
+        other, _ = await quota_api.register()  # another user is not affected
+        stranger = await open_socket(small_quotas, other)
+        stack.push_async_callback(stranger.close)
+        await acked(stranger)
+    # closed sockets are no longer counted
+    again = await open_socket(small_quotas, token)
+    await acked(again)
+    await again.close()
+
+
+async def test_open_subscriptions_per_user(small_quotas: ServerProcess, quota_api: ApiClient) -> None:
+    token, _ = await quota_api.register()
+    first, second = await open_socket(small_quotas, token), await open_socket(small_quotas, token)
+    try:
+        await acked(first)
+        await acked(second)
+        for operation_id in ("a", "b"):
+            await subscribe(first, operation_id)
+        await subscribe(second, "c")
+        await asyncio.sleep(0.5)  # the three are registered before the fourth asks
+        await subscribe(second, "d")
+        message = json.loads(await asyncio.wait_for(second.recv(), 10))
+        assert message["id"] == "d"
+        errors = message["payload"] if message["type"] == "error" else message["payload"]["errors"]
+        assert errors[0]["extensions"]["code"] == "RATE_LIMITED"
+        assert "at most 3 open subscriptions" in errors[0]["message"]
+        while message["type"] != "error" and message != {"id": "d", "type": "complete"}:
+            message = json.loads(await asyncio.wait_for(second.recv(), 10))
+        # completing one frees its place
+        await first.send(json.dumps({"id": "a", "type": "complete"}))
+        await asyncio.sleep(0.5)
+        await subscribe(second, "e")
+        with pytest.raises(TimeoutError):  # accepted: it waits quietly for events
+            await asyncio.wait_for(second.recv(), 1)
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_healthz_answers_while_one_user_attacks(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    """20 sockets x 100 subscriptions, a costly document and an invite flood at once; /healthz keeps answering."""
+    token, _ = await quota_api.register()
+    stop = asyncio.Event()
+    statuses: list[int] = []
+    latencies: list[float] = []
+
+    async def poll_healthz() -> None:
+        async with aiohttp.ClientSession() as session:
+            while not stop.is_set():
+                started = time.monotonic()
+                async with session.get(f"{small_quotas.url}/healthz") as response:
+                    statuses.append(response.status)
+                latencies.append(time.monotonic() - started)
+                await asyncio.sleep(0.1)
+
+    async def socket_attack(index: int) -> None:
+        socket = await open_socket(small_quotas, token)
+        with contextlib.suppress(websockets.ConnectionClosed):
+            for n in range(100):
+                await subscribe(socket, f"{index}-{n}")
+            await asyncio.sleep(1)
+        await socket.close()
+
+    async def costly_documents() -> None:
+        upcoming = " ".join(f"u{i}: upcoming(first: 100)" for i in range(29))
+        for _ in range(5):
+            with contextlib.suppress(GraphQLFailure, TimeoutError):  # the attack's own fate is not the point
+                await quota_api.execute(
+                    f"{{ tasks(first: 100) {{ edges {{ node {{ {upcoming} }} }} }} }}", token=token
+                )
+
+    async def invite_flood() -> None:
+        invite = "mutation($e: String!) { invitePartner(email: $e) { id } }"
+        for _ in range(30):
+            with contextlib.suppress(GraphQLFailure, TimeoutError):
+                await quota_api.execute(invite, {"e": f"x-{uuid.uuid4().hex[:8]}@example.com"}, token=token)
+
+    poller = asyncio.create_task(poll_healthz())
+    await asyncio.gather(*(socket_attack(i) for i in range(20)), costly_documents(), invite_flood())
+    stop.set()
+    await poller
+    print(f"/healthz during the attack: {len(statuses)} answers, slowest {max(latencies) * 1000:.0f} ms")
+    assert statuses
+    assert set(statuses) == {200}

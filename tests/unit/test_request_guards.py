@@ -1,0 +1,65 @@
+"""The pure guards behind the budgets: JSON nesting, zone names, query cost."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
+
+from schema.query_cost import QueryCost
+from schema.schema import schema
+from verification.errors import InvalidInput
+from verification.timezones import zone_of
+from web.request_json import MAX_NESTING, RefusedJSON, decode_request_json, nesting_depth
+
+
+def test_nesting_depth_ignores_brackets_inside_strings() -> None:
+    assert nesting_depth(json.dumps({"a": "[" * 500}).encode()) <= 1
+    assert nesting_depth(("[" * 40 + "]" * 40).encode()) == 40
+    assert nesting_depth(b'{"a": "\\"[[[[", "b": [[1]]}' + b"[]" * 40) == 3
+
+
+def test_decode_refuses_what_graphql_cannot_take() -> None:
+    with pytest.raises(RefusedJSON) as deep:
+        decode_request_json("[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1))
+    assert deep.value.field == "variables"
+    with pytest.raises(RefusedJSON) as nan:
+        decode_request_json('{"variables": {"input": {"xs": [1, NaN]}}}')
+    assert nan.value.field == "input.xs.1"
+    assert decode_request_json('{"variables": {"n": 1.5, "m": 3}}') == {"variables": {"n": 1.5, "m": 3}}
+
+
+@pytest.mark.parametrize("name", ["Europe", "Factory", "right/UTC", "posix/UTC", "x" * 300, "", "../../etc"])
+def test_zone_names_that_are_no_place(name: str) -> None:
+    with pytest.raises(InvalidInput):
+        zone_of(name, "timezone")
+
+
+def test_real_zones() -> None:
+    assert str(zone_of("Europe/Berlin", "timezone")) == "Europe/Berlin"
+
+
+def cost(document: str, variables: dict[str, object] | None = None) -> int:
+    parsed = parse(document)
+    operation = next(d for d in parsed.definitions if isinstance(d, OperationDefinitionNode))
+    fragments = {d.name.value: d for d in parsed.definitions if isinstance(d, FragmentDefinitionNode)}
+    return QueryCost(schema._schema, fragments, variables or {}, operation).of_operation(operation)  # type: ignore[arg-type]
+
+
+def test_cost_multiplies_sizes_through_nesting() -> None:
+    assert cost("{ me { id } }") == 2
+    assert cost("{ tasks(first: 10) { edges { node { id } } } }") == 10 * (1 + 1 + 1 + 1)
+    assert cost("{ tasks { edges { node { id } } } }") == 20 * 4  # the argument's default
+    assert cost("query($n: Int) { tasks(first: $n) { edges { node { id } } } }", {"n": 3}) == 3 * 4
+    assert cost("{ tasks(first: 100000) { totalCount } }") == 100 * 2  # capped: the field refuses more
+
+
+def test_fragment_spreads_cost_once_to_compute() -> None:
+    levels = ["fragment F0 on Task { id }"]
+    for i in range(1, 40):  # each fragment spreads the previous one twice: 2^40 if walked naively
+        levels.append(
+            f"fragment F{i} on Task {{ a: ...F{i - 1} b: ...F{i - 1} }}".replace("a: ", "").replace("b: ", "")
+        )
+    document = "{ tasks(first: 1) { edges { node { ...F39 } } } }\n" + "\n".join(levels)
+    assert cost(document) > 0

@@ -1,0 +1,32 @@
+"""Which time zone names a user or a schedule may use: real IANA zones, nothing else.
+
+`ZoneInfo` opens whatever file the name points at, so a directory ("Europe"), an over-long name, the
+meaningless `Factory` zone or the leap-second `right/...` copies must be refused before it is asked.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from zoneinfo import ZoneInfo, available_timezones
+
+from verification.errors import InvalidInput
+
+MAX_ZONE_NAME = 64
+# Present in the zone database but not places: their clocks mean nothing to a user.
+_NOT_PLACES = frozenset({"Factory", "localtime", "posixrules"})
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    return frozenset(
+        name
+        for name in available_timezones()
+        if name not in _NOT_PLACES and not name.startswith(("right/", "posix/"))
+    )
+
+
+def zone_of(name: str, field: str) -> ZoneInfo:
+    """The zone called `name`, or InvalidInput naming `field`."""
+    if len(name) > MAX_ZONE_NAME or name not in _zone_names():
+        raise InvalidInput(field, f"{name[:MAX_ZONE_NAME]!r} is not an IANA time zone name")
+    return ZoneInfo(name)
