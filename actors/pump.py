@@ -56,7 +56,12 @@ async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
     while not stopping.is_set():
         try:
             backlog = await asyncio.to_thread(_queued_links)
-            tick = await pump_once(config, resend_overdue=backlog <= QUEUED_BACKLOG_LIMIT)
+            # a task per tick: when a connection dies mid-transaction, Tortoise 1.1 can leave the dead
+            # transaction in the task's context (its release fails before the context is reset), and
+            # every later transaction of that task would nest into it
+            tick = await asyncio.create_task(
+                pump_once(config, resend_overdue=backlog <= QUEUED_BACKLOG_LIMIT)
+            )
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
         except Exception:
