@@ -32,11 +32,13 @@ SETTLING = ("MISSED", "VERIFIED", "REJECTED")
 
 @dataclass(frozen=True)
 class Shape:
-    """How big a run is: `tasks` tasks each due every `every` seconds, watched `before` seconds before
-    the fault and `after` seconds after it; `pause` is how long a PostgreSQL pause lasts."""
+    """How big a run is: `tasks` tasks whose occurrences all fall due together every `every` seconds,
+    the first `start_in` seconds after creation began; the fault comes `before` seconds after the first
+    due instant and is watched for `after` seconds; `pause` is how long a PostgreSQL pause lasts."""
 
     tasks: int
     every: int
+    start_in: float
     before: float
     after: float
     pause: float
@@ -120,6 +122,7 @@ class ChaosRun:
         self.worker: WorkerProcess | None = None
         self.feed: ResumingFeed | None = None
         self.follower: asyncio.Task[None] | None = None
+        self.first_due = 0.0
         self.restarted: list[str] = []  # what a supervisor had to start again (only after a kill -9)
 
     @contextlib.asynccontextmanager
@@ -143,25 +146,25 @@ class ChaosRun:
     def api_url(self) -> str:
         return f"http://127.0.0.1:{self.api_port}"
 
-    async def burst(self) -> list[str]:
-        """A user with `tasks` short tasks made through the API, and a live subscriber following them."""
+    async def burst(self) -> datetime:
+        """A user with `tasks` short tasks made through the API, all due at the same instants, and a live
+        subscriber following them; returns the first due instant."""
+        schedule = short_schedule(start_in=self.shape.start_in, every=self.shape.every)
         async with ApiClient(self.api_url) as api:
             token, _ = await api.register()
             gate = asyncio.Semaphore(8)
 
-            async def create(n: int) -> str:
+            async def create(n: int) -> None:
                 async with gate:
-                    schedule = short_schedule(start_in=2, every=self.shape.every)
-                    data = await api.execute(
+                    await api.execute(
                         CREATE,
                         {"input": {"title": f"chaos-{n}", "method": "PHOTO", "schedule": schedule}},
                         token=token,
                     )
-                    return str(data["createTask"]["id"])
 
-            ids = await asyncio.gather(*(create(n) for n in range(self.shape.tasks)))
+            await asyncio.gather(*(create(n) for n in range(self.shape.tasks)))
         self.feed = ResumingFeed(self.api_url, token)
-        return list(ids)
+        return datetime.fromisoformat(schedule["startsAt"])
 
     async def inject(self, fault: str) -> None:
         assert self.api is not None and self.worker is not None
@@ -190,11 +193,22 @@ class ChaosRun:
             raise ValueError(fault)
 
     async def start_burst(self) -> None:
-        """The burst and its live subscriber; then `before` seconds of steady running."""
-        await self.burst()
+        """The burst and its live subscriber; then on until `before` seconds after the first due instant."""
+        first_due = await self.burst()
         assert self.feed is not None
         self.follower = asyncio.create_task(self.feed.run())
-        await asyncio.sleep(self.shape.before)
+        self.first_due = first_due.timestamp()
+        await asyncio.sleep(max(0.0, self.first_due + self.shape.before - time.time()))
+
+    async def _into_next_burst(self) -> None:
+        """Until as far into a burst as the first fault came (`before` modulo `every`)."""
+        every = self.shape.every
+        phase = self.shape.before % every
+        elapsed = time.time() - self.first_due
+        target = self.first_due + (elapsed // every) * every + phase
+        if target < time.time():
+            target += every
+        await asyncio.sleep(target - time.time())
 
     async def stop_burst(self) -> None:
         if self.follower is not None:
@@ -219,8 +233,13 @@ class ChaosRun:
 
     async def play(self, faults: Sequence[str]) -> list[Outcome]:
         await self.start_burst()
+        outcomes: list[Outcome] = []
         try:
-            return [await self.episode(fault) for fault in faults]
+            for fault in faults:
+                if outcomes:
+                    await self._into_next_burst()
+                outcomes.append(await self.episode(fault))
+            return outcomes
         finally:
             await self.stop_burst()
 
