@@ -51,6 +51,7 @@ class Outcome:
     worst_late_s: float
     links_per_instance: float
     dead_letters_kept: int
+    dead_letters_dropped: float = 0.0  # counted by the worker since it started
     problems: list[str] = field(default_factory=list)
 
 
@@ -117,6 +118,9 @@ class ChaosRun:
             "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
             "PROOFLOOP_SECRET_KEY": "chaos-secret-key",
             "PROOFLOOP_WORKER_METRICS_PORT": str(self.metrics_port),
+            # shorter than the short form's pause, so fires in flight fail fast and leave their rows owed
+            "PROOFLOOP_DATABASE_STATEMENT_TIMEOUT_SECONDS": "2",
+            "PROOFLOOP_DATABASE_CONNECT_TIMEOUT_SECONDS": "2",
         }
         self.api: ServerProcess | None = None
         self.worker: WorkerProcess | None = None
@@ -227,6 +231,9 @@ class ChaosRun:
             await self._caught_up(db, watch_end)
             outcome = await self._check(db, fault, fault_at, watch_end)
         await self._check_processes(outcome, fault, api_pid, worker_pid)
+        outcome.dead_letters_dropped = await asyncio.to_thread(
+            self.worker_metric, "proofloop_dead_letters_total", 'kept="no"'
+        )
         async with self._db() as db:
             await self._check_live(db, outcome)
         return outcome
@@ -374,6 +381,17 @@ class ChaosRun:
             if status != 200:
                 outcome.problems.append(f"{name} /readyz answers {status}")
 
+    def worker_metric(self, name: str, labels: str = "") -> float:
+        """The sum of a metric's samples (those whose labels contain `labels`) on the worker's /metrics."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+        total = 0.0
+        for line in text.splitlines():
+            if line.startswith(name) and labels in line:
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
     async def _check_live(self, db: asyncpg.Connection, outcome: Outcome, within: float = 20) -> None:
         """The subscriber received every positioned event exactly once, in order (across reconnects)."""
         assert self.feed is not None
@@ -411,6 +429,7 @@ def describe(outcome: Outcome) -> str:
             "instances": outcome.instances,
             "worst_late_s": round(outcome.worst_late_s, 2),
             "links_per_instance": round(outcome.links_per_instance, 2),
+            "dead_letters_dropped": outcome.dead_letters_dropped,
             "problems": outcome.problems,
         }
     )
