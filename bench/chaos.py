@@ -48,6 +48,8 @@ async def one(pg: PrivatePostgres, fault: str) -> Outcome:
         run = ChaosRun(pg, redis, f"chaos_bench_{uuid.uuid4().hex[:8]}", shape())
         async with run.running():
             outcome = (await run.play([fault]))[0]
+        for note in run.notes:
+            say(f"{fault}: {note}")
         say(
             f"{fault}: {outcome.instances} settled, worst {outcome.worst_late_s:.2f} s, "
             f"{outcome.links_per_instance:.2f} links/instance, problems: {outcome.problems or 'none'}"

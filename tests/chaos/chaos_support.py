@@ -127,6 +127,7 @@ class ChaosRun:
         self.feed: ResumingFeed | None = None
         self.follower: asyncio.Task[None] | None = None
         self.first_due = 0.0
+        self.notes: list[str] = []  # figures seen during a fault (reported by the bench, never asserted)
         self.restarted: list[str] = []  # what a supervisor had to start again (only after a kill -9)
 
     @contextlib.asynccontextmanager
@@ -181,6 +182,7 @@ class ChaosRun:
         elif fault == "pg_pause":
             await asyncio.to_thread(self.pg.pause)
             try:
+                self.notes.append(await self._timed_readyz())
                 await asyncio.sleep(self.shape.pause)
             finally:
                 await asyncio.to_thread(self.pg.resume)
@@ -380,6 +382,11 @@ class ChaosRun:
             status = await _eventually_ready(url)
             if status != 200:
                 outcome.problems.append(f"{name} /readyz answers {status}")
+
+    async def _timed_readyz(self) -> str:
+        started = time.monotonic()
+        status = await asyncio.to_thread(http_status, f"{self.api_url}/readyz")
+        return f"API /readyz answered {status} in {time.monotonic() - started:.2f} s"
 
     def worker_metric(self, name: str, labels: str = "") -> float:
         """The sum of a metric's samples (those whose labels contain `labels`) on the worker's /metrics."""

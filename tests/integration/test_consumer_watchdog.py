@@ -56,7 +56,11 @@ def _outage_while_moving_due_messages(broker: RedisBroker, server: PrivateRedis)
     try:
         for n in range(HELD):
             probe.send_with_options(args=(n,), delay=1500)
-        _until(lambda: broker.client.llen(f"dramatiq:{QUEUE}.DQ") == 0, 10, "the worker holds the delayed messages")
+        _until(
+            lambda: broker.client.llen(f"dramatiq:{QUEUE}.DQ") == 0,
+            10,
+            "the worker holds the delayed messages",
+        )
         server.stop()
         time.sleep(4)  # the messages fall due while Redis is down; the watchdog looks every second
         restarts = _restarts(f"{QUEUE}.DQ") - before
