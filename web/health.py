@@ -13,8 +13,6 @@ from starlette.responses import JSONResponse
 from realtime import notices
 from services.db import connection
 
-_pending_checks: set[asyncio.Task[str]] = set()  # abandoned checks run on until their own timeouts
-
 
 async def _database() -> str:
     rows = await connection().execute_query_dict("SELECT COUNT(*) AS n FROM tortoise_migrations")
@@ -26,15 +24,17 @@ async def _redis() -> str:
     return "ok"
 
 
-async def _within(check: Callable[[], Coroutine[Any, Any, str]], limit: float) -> str:
+async def _within(
+    check: Callable[[], Coroutine[Any, Any, str]], limit: float, abandoned: set[asyncio.Task[str]]
+) -> str:
     """The check's verdict, or "timeout" once `limit` seconds pass; a paused server never answers, and
     waiting for a cancelled driver call to unwind can itself take as long as the driver's own timeout."""
     task = asyncio.ensure_future(check())
     done, _ = await asyncio.wait({task}, timeout=limit)
     if not done:
         task.cancel()
-        _pending_checks.add(task)
-        task.add_done_callback(_pending_checks.discard)
+        abandoned.add(task)  # held until it ends by the driver's own timeout
+        task.add_done_callback(abandoned.discard)
         return "error: timeout"
     try:
         return task.result()
@@ -43,10 +43,14 @@ async def _within(check: Callable[[], Coroutine[Any, Any, str]], limit: float) -
 
 
 def readyz(timeout: float) -> Callable[[Request], Awaitable[JSONResponse]]:
+    abandoned: set[asyncio.Task[str]] = set()
+
     async def endpoint(request: Request) -> JSONResponse:
         """Ready when the database answers with every migration applied and Redis answers, within
         `timeout` (both checked at once)."""
-        database, redis = await asyncio.gather(_within(_database, timeout), _within(_redis, timeout))
+        database, redis = await asyncio.gather(
+            _within(_database, timeout, abandoned), _within(_redis, timeout, abandoned)
+        )
         checks = {"database": database, "redis": redis}
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
