@@ -20,6 +20,7 @@ from strawberry.subscriptions import (
 from actors.broker import configure_broker
 from realtime import notices
 from realtime.hub import Hub, start_hub, stop_hub
+from realtime.redis_options import RedisTimeouts
 from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
 from services import accounts, feeds
@@ -73,8 +74,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await open_database(settings)
-        configure_broker(settings.resolved_redis_url)
-        notices.configure(settings.resolved_redis_url)
+        configure_broker(settings.resolved_redis_url, timeouts=RedisTimeouts.of(settings))
+        notices.configure(settings.resolved_redis_url, RedisTimeouts.of(settings))
         await start_hub(
             Hub(
                 settings.resolved_redis_url,
@@ -100,7 +101,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
-            Route("/readyz", readyz),
+            Route("/readyz", readyz(settings.ready_timeout_seconds)),
             Route("/metrics", metrics),
             graphiql_assets(),
             Route("/media/{verification_id}", media_endpoint(settings)),

@@ -54,9 +54,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
     from models.config import tortoise_config
 
+    # a migration may rightly run longer than any request's statement
+    settings = get_settings().model_copy(update={"database_statement_timeout_seconds": 0})
+
     async def run() -> None:
         try:
-            await migrate(config=tortoise_config(get_settings()))
+            await migrate(config=tortoise_config(settings))
         finally:
             await Tortoise.close_connections()
 

@@ -88,6 +88,12 @@ class Settings(BaseSettings):
     link_overdue_seconds: float = 1.5  # a link this late past its fire_at counts as lost (idle p99 is ~0.1 s)
     max_outstanding_links: int = 5000  # below one worker process's delayed-message prefetch
     worker_threads: int = 8
+    # client-side bounds: a paused or unreachable server fails fast instead of hanging its callers
+    database_connect_timeout_seconds: float = 5.0
+    database_statement_timeout_seconds: float = 5.0  # 0: none (`proofloop migrate` runs without)
+    redis_connect_timeout_seconds: float = 2.0
+    redis_socket_timeout_seconds: float = 5.0
+    ready_timeout_seconds: float = 0.8  # /readyz answers within about this, ready or not
     worker_metrics_port: int = 9191
 
     log_format: Literal["text", "json"] = "text"

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import dramatiq
-from dramatiq.brokers.redis import RedisBroker
+import redis
 from dramatiq.middleware import Middleware
+
+from actors.sturdy_redis import SturdyRedisBroker
+from realtime.redis_options import RedisTimeouts
+from services.messaging import CHAIN_QUEUE
 
 # Precision: idle workers poll the delay queue this often (ms); the default 1000 ms costs ~0.6 s p50.
 WORKER_TIMEOUT_MS = 100
 
 
-def configure_broker(redis_url: str, extra_middleware: list[Middleware] | None = None) -> RedisBroker:
-    broker = RedisBroker(url=redis_url)  # type: ignore[no-untyped-call]
+def configure_broker(
+    redis_url: str,
+    extra_middleware: list[Middleware] | None = None,
+    timeouts: RedisTimeouts | None = None,
+) -> SturdyRedisBroker:
+    client = redis.Redis.from_url(redis_url, **(timeouts or RedisTimeouts()).sync_options())
+    # the chain's failed links are the pump's to resend: no dead letters kept for them
+    broker = SturdyRedisBroker(client=client, disposable_queues=frozenset({CHAIN_QUEUE}))
     for middleware in extra_middleware or []:
         broker.add_middleware(middleware)
     dramatiq.set_broker(broker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
@@ -15,17 +16,31 @@ from settings import Settings
 
 log = logging.getLogger("proofloop.pump")
 
-# Messages waiting in the ready queue mean the workers are behind: overdue links are queued, not lost,
-# and resending them would only add duplicates to the backlog (a lost one is resent once it drains).
-READY_BACKLOG_LIMIT = 0
+# Chain messages waiting in the ready queue or already fetched by a live worker mean the workers are
+# behind: overdue links are queued, not lost, and resending them would only add duplicates to the
+# backlog (a lost one is resent once it drains).
+QUEUED_BACKLOG_LIMIT = 0
+# A worker whose Dramatiq heartbeat (every Redis command it sends; idle ones poll every 100 ms) is older
+# than this is dead: what it had fetched is lost, not queued.
+LIVE_HEARTBEAT_MS = 3000
 
 
-def _ready_links() -> int:
+def _queued_links() -> int:
+    """Chain messages in the ready queue plus those fetched, not yet acked, by live worker processes."""
     broker = dramatiq.get_broker()
     if not isinstance(broker, RedisBroker):
         return 0
-    waiting: int = broker.client.llen(f"{broker.namespace}:{CHAIN_QUEUE}")
-    return waiting
+    client, ns = broker.client, broker.namespace
+    since = int(time.time() * 1000) - LIVE_HEARTBEAT_MS
+    live = [
+        str(w.decode() if isinstance(w, bytes) else w)
+        for w in client.zrangebyscore(f"{ns}:__heartbeats__", since, "+inf")
+    ]
+    pipe = client.pipeline(transaction=False)
+    pipe.llen(f"{ns}:{CHAIN_QUEUE}")
+    for worker_id in live:
+        pipe.scard(f"{ns}:__acks__.{worker_id}.{CHAIN_QUEUE}")
+    return sum(int(n) for n in pipe.execute())
 
 
 def pump_settings(settings: Settings) -> PumpSettings:
@@ -40,8 +55,13 @@ async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
     config = pump_settings(settings)
     while not stopping.is_set():
         try:
-            backlog = await asyncio.to_thread(_ready_links)
-            tick = await pump_once(config, resend_overdue=backlog <= READY_BACKLOG_LIMIT)
+            backlog = await asyncio.to_thread(_queued_links)
+            # a task per tick: when a connection dies mid-transaction, Tortoise 1.1 can leave the dead
+            # transaction in the task's context (its release fails before the context is reset), and
+            # every later transaction of that task would nest into it
+            tick = await asyncio.create_task(
+                pump_once(config, resend_overdue=backlog <= QUEUED_BACKLOG_LIMIT)
+            )
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
         except Exception:

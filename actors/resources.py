@@ -12,6 +12,7 @@ from dramatiq.middleware.asyncio import AsyncIO
 
 from actors.pump import run_pump
 from realtime import notices
+from realtime.redis_options import RedisTimeouts
 from runtime import close_database, open_database
 from services.events import announce_in_background
 from settings import Settings
@@ -38,7 +39,7 @@ class WorkerResources(AsyncIO):
     async def _open(self) -> None:
         await open_database(self.settings)
         announce_in_background()
-        notices.configure(self.settings.resolved_redis_url)
+        notices.configure(self.settings.resolved_redis_url, RedisTimeouts.of(self.settings))
         self.stopping = asyncio.Event()
 
     async def _pump(self) -> None:

@@ -15,8 +15,8 @@ BENCH_DIR = Path(__file__).resolve().parent
 # raw_dramatiq can run alone, but every chain benchmark already runs it as its baseline
 SKIP = {"__main__", "raw_dramatiq"}
 TIMEOUT_S = 240  # each benchmark bounds itself (< ~3 min); this is the backstop
-# abuse.py runs each attack twice, the "before" runs as slow as the attacks once made the API (~8 min)
-LONGER_TIMEOUT_S = {"abuse": 900}
+# abuse.py runs each attack twice (~8 min); chaos.py one fresh environment per fault
+LONGER_TIMEOUT_S = {"abuse": 900, "chaos": 900}
 
 
 def benchmarks() -> list[str]:

@@ -5,7 +5,8 @@ a private `redis-server` on a free port (never the shared one), a private Postgr
 (`proofloop_bench_<random>`, migrated with `cli migrate`, dropped WITH (FORCE)), and the worker
 processes it starts (stopped, then their process groups killed). A SIGALRM bounds the whole run.
 
-Worker settings are the same for Proofloop and raw Dramatiq: 1 process x 8 threads, worker_timeout 100 ms.
+Worker settings are the same for Proofloop and raw Dramatiq: 1 process (BENCH_PROCESSES) x 8 threads
+(BENCH_THREADS), worker_timeout 100 ms.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from actors.broker import WORKER_TIMEOUT_MS  # noqa: E402
 
 PG_ADMIN_URL = os.environ.get("PROOFLOOP_BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_SERVER = os.environ.get("PROOFLOOP_BENCH_REDIS_SERVER", "/usr/bin/redis-server")
-PROCESSES = 1
+PROCESSES = int(os.environ.get("BENCH_PROCESSES", "1"))
 THREADS = int(os.environ.get("BENCH_THREADS", "8"))
 RAW_QUEUE = "raw"
 RAW_ACTOR = "raw.noop"

@@ -22,8 +22,13 @@ def tortoise_config(settings: Settings) -> dict[str, Any]:
         connection["credentials"].setdefault("busy_timeout", SQLITE_BUSY_TIMEOUT_MS)
         connection["credentials"].setdefault("synchronous", "NORMAL")
     else:
-        connection["credentials"].setdefault("minsize", 1)
-        connection["credentials"].setdefault("maxsize", 10)
+        credentials = connection["credentials"]
+        credentials.setdefault("minsize", 1)
+        credentials.setdefault("maxsize", 10)
+        # client-side bounds (asyncpg): a paused or unreachable server fails a call instead of hanging it
+        credentials.setdefault("timeout", settings.database_connect_timeout_seconds)
+        if settings.database_statement_timeout_seconds > 0:
+            credentials.setdefault("command_timeout", settings.database_statement_timeout_seconds)
     return {
         "connections": {"default": connection},
         "apps": {

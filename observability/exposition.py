@@ -9,16 +9,20 @@ would collide on pids) and remove it when the group stops.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
-from prometheus_client.exposition import start_http_server
+
+from actors.health import readiness
 
 log = logging.getLogger("proofloop.metrics")
 
@@ -80,15 +84,43 @@ def forget_this_process() -> None:
 
 
 def serve_worker_metrics(host: str, port: int, directory: str) -> bool:
-    """Answer GET /metrics on host:port from a daemon thread, aggregating the worker processes' files.
+    """Answer GET /metrics (the worker processes' files summed), /healthz and /readyz (their health
+    reports) on host:port from a daemon thread.
 
     Port 0 disables it. A port already taken is logged, not fatal: the chain matters more than its metrics.
     """
     if port == 0:
         return False
+    registry = registry_for(directory)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                self._answer(200, CONTENT_TYPE, generate_latest(registry))
+            elif path == "/healthz":
+                self._answer(200, "application/json", b'{"status": "ok"}')
+            elif path == "/readyz":
+                ready, body = readiness(directory)
+                self._answer(200 if ready else 503, "application/json", json.dumps(body).encode())
+            else:
+                self._answer(404, "text/plain", b"not found")
+
+        def _answer(self, status: int, content_type: str, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return  # scrapes and probes every few seconds are not news
+
     try:
-        start_http_server(port, addr=host, registry=registry_for(directory))
+        server = ThreadingHTTPServer((host, port), Handler)
     except OSError as exc:
         log.warning("worker metrics not served on %s:%d: %s", host, port, exc)
         return False
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="worker-metrics", daemon=True).start()
     return True

@@ -46,6 +46,22 @@ EVENTS_PUBLISHED = Counter(
     "proofloop_events_published_total",
     "Events given their position and announced to the live listeners.",
 )
+DEAD_LETTERS = Counter(
+    "proofloop_dead_letters_total",
+    "Messages that failed for good, by queue and whether Dramatiq's dead-letter queue kept them"
+    " (the chain's are dropped: the pump resends their rows).",
+    ["queue", "kept"],
+)
+CONSUMER_RESTARTS = Counter(
+    "proofloop_worker_consumer_restarts_total",
+    "Dramatiq consumer threads found dead by the watchdog and started again, by queue.",
+    ["queue"],
+)
+CONSUMERS_ALIVE = Gauge(
+    "proofloop_worker_consumers_alive",
+    "Dramatiq consumer threads alive at the watchdog's last look.",
+    multiprocess_mode="livesum",
+)
 GRAPHQL_DURATION = Histogram(
     "proofloop_graphql_operation_duration_seconds",
     "GraphQL query and mutation durations, by operation name and type.",

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import redis.asyncio as aioredis
 
 from observability.metrics import EVENTS_PUBLISHED
+from realtime.redis_options import RedisTimeouts
 
 log = logging.getLogger("proofloop.realtime")
 
@@ -22,9 +23,9 @@ CONTROL_CHANNEL = "proofloop:control"
 _client: aioredis.Redis | None = None
 
 
-def configure(redis_url: str) -> aioredis.Redis:
+def configure(redis_url: str, timeouts: RedisTimeouts | None = None) -> aioredis.Redis:
     global _client
-    _client = aioredis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+    _client = aioredis.Redis.from_url(redis_url, **(timeouts or RedisTimeouts()).async_options())
     return _client
 
 

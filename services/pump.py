@@ -39,7 +39,7 @@ UPDATE task_instances SET link_no = link_no + 1, link_for = fire_at, linked_at =
 WHERE id IN (
     SELECT id FROM task_instances
     WHERE fire_at IS NOT NULL AND fire_at <= {horizon}
-      AND (link_for IS NULL OR link_for <> fire_at OR {lost})
+      AND (link_for IS NULL OR link_for <> fire_at OR ({resend} AND {lost}))
     ORDER BY fire_at
     LIMIT {limit}{skip_locked}
 )
@@ -47,17 +47,20 @@ RETURNING id, link_no, fire_at
 """
 
 
-def _statements(dialect: str, *, resend_overdue: bool) -> tuple[str, str]:
+def _statements(dialect: str) -> tuple[str, str]:
     """(live-links count, claim) for this dialect; parameters: now, overdue cutoff, overdue seconds,
-    horizon, limit (numbered placeholders, which both dialects have, so one may appear twice)."""
-    ph = [f"?{n}" if dialect == "sqlite" else f"${n}" for n in range(1, 6)]
+    horizon, limit, resend overdue (numbered placeholders, which both dialects have, so one may appear
+    twice). The resend switch is a parameter, not a text edit: every placeholder stays in the claim, so
+    PostgreSQL can type each of them."""
+    ph = [f"?{n}" if dialect == "sqlite" else f"${n}" for n in range(1, 7)]
     sent_long_ago = _SENT_LONG_AGO[dialect].format(now=ph[0], overdue_s=ph[2])
     lost = _LOST.format(overdue=ph[1], sent_long_ago=sent_long_ago)
     live = _LIVE_LINKS_SQL.format(lost=lost)
     claim = _CLAIM_SQL.format(
         now=ph[0],
         horizon=ph[3],
-        lost=lost if resend_overdue else "FALSE",
+        lost=lost,
+        resend=ph[5] if dialect == "sqlite" else f"{ph[5]}::boolean",
         limit=ph[4],
         skip_locked="" if dialect == "sqlite" else " FOR UPDATE SKIP LOCKED",
     )
@@ -90,7 +93,7 @@ async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True
     with `resend_overdue` False (the workers are behind), only rows that never had a link for their
     fire_at."""
     sqlite = is_sqlite()
-    live_sql, claim_sql = _statements("sqlite" if sqlite else "postgres", resend_overdue=resend_overdue)
+    live_sql, claim_sql = _statements("sqlite" if sqlite else "postgres")
     async with write_transaction():
         conn = connection()
         if not sqlite:
@@ -102,14 +105,16 @@ async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True
         now = await db_now()
         overdue_s = settings.link_overdue_seconds
         cutoff = now - timedelta(seconds=overdue_s)
-        # both statements take the same five parameters; the count ignores the last two
+        # the count takes the first three parameters, the claim all six
         live_rows = await conn.execute_query_dict(live_sql, [now, cutoff, overdue_s])
         live = int(live_rows[0]["n"])
         budget = settings.max_outstanding_links - live
         if budget <= 0:
             return PumpTick(sent=0, live_before=live)
         horizon = now + timedelta(seconds=settings.link_horizon_seconds)
-        rows = await conn.execute_query_dict(claim_sql, [now, cutoff, overdue_s, horizon, budget])
+        rows = await conn.execute_query_dict(
+            claim_sql, [now, cutoff, overdue_s, horizon, budget, resend_overdue]
+        )
     claimed = [(str(r["id"]), int(r["link_no"]), _as_utc(r["fire_at"])) for r in rows]
     await send_links(claimed)
     PUMP_BACKLOG.set(len(claimed))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
 from importlib import resources
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -11,25 +14,52 @@ from realtime import notices
 from services.db import connection
 
 
+async def _database() -> str:
+    rows = await connection().execute_query_dict("SELECT COUNT(*) AS n FROM tortoise_migrations")
+    return "ok" if int(rows[0]["n"]) >= expected_migrations() else "migrations pending"
+
+
+async def _redis() -> str:
+    await notices.client().ping()
+    return "ok"
+
+
+async def _within(
+    check: Callable[[], Coroutine[Any, Any, str]], limit: float, abandoned: set[asyncio.Task[str]]
+) -> str:
+    """The check's verdict, or "timeout" once `limit` seconds pass; a paused server never answers, and
+    waiting for a cancelled driver call to unwind can itself take as long as the driver's own timeout."""
+    task = asyncio.ensure_future(check())
+    done, _ = await asyncio.wait({task}, timeout=limit)
+    if not done:
+        task.cancel()
+        abandoned.add(task)  # held until it ends by the driver's own timeout
+        task.add_done_callback(abandoned.discard)
+        return "error: timeout"
+    try:
+        return task.result()
+    except Exception as exc:
+        return f"error: {type(exc).__name__}"
+
+
+def readyz(timeout: float) -> Callable[[Request], Awaitable[JSONResponse]]:
+    abandoned: set[asyncio.Task[str]] = set()
+
+    async def endpoint(request: Request) -> JSONResponse:
+        """Ready when the database answers with every migration applied and Redis answers, within
+        `timeout` (both checked at once)."""
+        database, redis = await asyncio.gather(
+            _within(_database, timeout, abandoned), _within(_redis, timeout, abandoned)
+        )
+        checks = {"database": database, "redis": redis}
+        ready = all(v == "ok" for v in checks.values())
+        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+
+    return endpoint
+
+
 async def healthz(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
-
-
-async def readyz(request: Request) -> JSONResponse:
-    """Ready when the database answers with every migration applied and Redis answers."""
-    checks: dict[str, str] = {}
-    try:
-        rows = await connection().execute_query_dict("SELECT COUNT(*) AS n FROM tortoise_migrations")
-        checks["database"] = "ok" if int(rows[0]["n"]) >= expected_migrations() else "migrations pending"
-    except Exception as exc:
-        checks["database"] = f"error: {type(exc).__name__}"
-    try:
-        await notices.client().ping()
-        checks["redis"] = "ok"
-    except Exception as exc:
-        checks["redis"] = f"error: {type(exc).__name__}"
-    ready = all(v == "ok" for v in checks.values())
-    return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
 
 def expected_migrations() -> int:

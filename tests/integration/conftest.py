@@ -5,16 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import redis
 from tortoise import Tortoise
 
 from models.config import tortoise_config
 from settings import Settings
-from tests.conftest import REDIS_URL
+from tests.chaos.private_services import PrivateRedis
 from tests.harness import migrated_database
-
-# Redis databases handed to private environments (the shared run uses the one in REDIS_URL).
-_PRIVATE_REDIS_DBS = iter(range(1, 14))
 
 
 @pytest.fixture(scope="session")
@@ -29,10 +25,10 @@ async def orm(database_url: str) -> AsyncIterator[None]:
 
 @pytest.fixture
 def private_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A database and a Redis database of their own: for tests that stop, kill or flush workers."""
-    redis_url = REDIS_URL.rsplit("/", 1)[0] + f"/{next(_PRIVATE_REDIS_DBS)}"
-    redis.Redis.from_url(redis_url).flushdb()
-    with migrated_database("proofloop_chaos") as db_url:
+    """A database and a redis-server of their own: for tests that stop, kill or flush workers (a database
+    index on the shared server would be another run's, whose workers would take these links)."""
+    with PrivateRedis() as private_redis, migrated_database("proofloop_chaos") as db_url:
+        redis_url = private_redis.url
         yield {
             "PROOFLOOP_DATABASE_URL": db_url,
             "PROOFLOOP_REDIS_URL": redis_url,
@@ -43,4 +39,3 @@ def private_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
             "PROOFLOOP_SECRET_KEY": "test-secret-key",
             "PROOFLOOP_WORKER_METRICS_PORT": "0",
         }
-    redis.Redis.from_url(redis_url).flushdb()
