@@ -11,6 +11,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Route, WebSocketRoute
 
 from actors.broker import configure_broker
+from observability.statements import StatementCount, count_statements
 from realtime import notices
 from realtime.hub import Hub, start_hub, stop_hub
 from runtime import close_database, configure_logging, open_database
@@ -41,6 +42,8 @@ def allowed_origins(settings: Settings) -> list[str]:
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
     configure_logging(settings)  # each uvicorn worker process builds its app here
+    if settings.count_statements:
+        count_statements()
     origins = allowed_origins(settings)
     graphql = ProofloopGraphQL(
         settings,
@@ -89,6 +92,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             ),
             # inside CORS, so a browser can read the 401/413 it answers
             Middleware(UploadLimits, settings=settings),
+            *([Middleware(StatementCount)] if settings.count_statements else []),
         ],
         lifespan=lifespan,
     )

@@ -41,6 +41,8 @@ class Settings(BaseSettings):
     worker_threads: int = 8
     worker_metrics_port: int = 9191
 
+    count_statements: bool = False  # tests: each HTTP response says how many SQL statements it ran
+
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
 
