@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -66,6 +67,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 latest_position=feeds.latest_position,
             )
         )
+        if settings.gc_freeze:
+            # start-up's objects (modules, schema, pools) live forever: full collections skip them
+            gc.collect()
+            gc.freeze()
         try:
             yield
         finally:

@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     worker_threads: int = 8
     worker_metrics_port: int = 9191
 
+    gc_freeze: bool = True  # API: move start-up's objects out of the collector's full passes
     count_statements: bool = False  # tests: each HTTP response says how many SQL statements it ran
 
     log_format: Literal["text", "json"] = "text"

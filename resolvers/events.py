@@ -100,7 +100,8 @@ class EventSubscriptions:
         hub.add(subscriber)
         try:
             if last_sent is None:
-                last_sent = await feeds.latest_position()
+                # live only: what the hub fans out from now on is newer than what it has read
+                last_sent = hub.last_position
             else:
                 async for row in _replay(scope, subscriber, last_sent):
                     last_sent = row.position or last_sent
