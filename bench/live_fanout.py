@@ -145,6 +145,7 @@ def main() -> None:
     parser.add_argument("--producers", type=int, default=10)
     parser.add_argument("--events", type=int, default=60)
     parser.add_argument("--interval", type=float, default=0.25, help="seconds between events")
+    parser.add_argument("--rounds", type=int, default=1, help="each round measures both, order alternating")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the API process")
     args = parser.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -169,19 +170,18 @@ def main() -> None:
             async with orm(env["PROOFLOOP_DATABASE_URL"], env["PROOFLOOP_REDIS_URL"]):
                 with ServerProcess(env, port=free_port()) as seeder:
                     sources, tokens = await seed(ApiClient(seeder.url), args.producers, args.connections)
-                for label, extra in (
-                    ("gc.freeze", {}),
-                    ("baseline, no gc.freeze", {"PROOFLOOP_GC_FREEZE": "false"}),
-                ):
-                    with ServerProcess({**env, **extra}, port=free_port()) as api_proc:
-                        try:
-                            results[label] = await measure(label, api_proc, sources, tokens, args)
-                        except Exception:
-                            print(
-                                f"[{label}] API log, last lines:\n"
-                                + "\n".join(api_proc.log().splitlines()[-20:])
-                            )
-                            raise
+                configs = [("gc.freeze", {}), ("baseline, no gc.freeze", {"PROOFLOOP_GC_FREEZE": "false"})]
+                for round_no in range(1, args.rounds + 1):
+                    # alternate the order per round: a shared machine's load drifts during a run
+                    for name, extra in configs if round_no % 2 else configs[::-1]:
+                        label = f"{name}, round {round_no}"
+                        with ServerProcess({**env, **extra}, port=free_port()) as api_proc:
+                            try:
+                                results[label] = await measure(label, api_proc, sources, tokens, args)
+                            except Exception:
+                                log = "\n".join(api_proc.log().splitlines()[-20:])
+                                print(f"[{label}] API log, last lines:\n{log}")
+                                raise
             print("\n| run | p50 | p99 | KiB per subscription | delivered |")
             for label, r in results.items():
                 print(
