@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,6 +19,7 @@ from strawberry.subscriptions import (
 )
 
 from actors.broker import configure_broker
+from observability.statements import StatementCount, count_statements
 from realtime import notices
 from realtime.hub import Hub, start_hub, stop_hub
 from realtime.redis_options import RedisTimeouts
@@ -51,6 +53,8 @@ def start_media_sweep(settings: Settings) -> asyncio.Task[None] | None:
 def create_app(settings: Settings | None = None) -> Starlette:
     settings = settings or get_settings()
     configure_logging(settings)  # each uvicorn worker process builds its app here
+    if settings.count_statements:
+        count_statements()
     origins = allowed_origins(settings)
     passwords = PasswordHashing(settings.password_hash_threads, settings.password_hash_queue)
     graphql = ProofloopGraphQL(
@@ -86,6 +90,10 @@ def create_app(settings: Settings | None = None) -> Starlette:
             )
         )
         sweep = start_media_sweep(settings)
+        if settings.gc_freeze:
+            # start-up's objects (modules, schema, pools) live forever: full collections skip them
+            gc.collect()
+            gc.freeze()
         try:
             yield
         finally:
@@ -119,6 +127,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             ),
             # inside CORS, so a browser can read the 401/413 it answers
             Middleware(UploadLimits, settings=settings),
+            *([Middleware(StatementCount)] if settings.count_statements else []),
         ],
         lifespan=lifespan,
     )

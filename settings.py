@@ -96,6 +96,9 @@ class Settings(BaseSettings):
     ready_timeout_seconds: float = 0.8  # /readyz answers within about this, ready or not
     worker_metrics_port: int = 9191
 
+    gc_freeze: bool = True  # API: move start-up's objects out of the collector's full passes
+    count_statements: bool = False  # tests: each HTTP response says how many SQL statements it ran
+
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
 

@@ -25,6 +25,21 @@ class EndReason(StrEnum):
 
 
 class Subscriber:
+    # one per open subscription, thousands per process: slots, and no per-subscriber queue machinery
+    __slots__ = (
+        "_end_taken",
+        "_events",
+        "_maxsize",
+        "_waiter",
+        "dropped_users",
+        "ended",
+        "id",
+        "task_id",
+        "token_id",
+        "user_id",
+        "viewer_id",
+    )
+
     def __init__(
         self,
         viewer_id: str,
@@ -40,10 +55,11 @@ class Subscriber:
         self.user_id = user_id
         self.task_id = task_id
         # users whose partnership with the viewer ended while this subscription was open
-        self.dropped_users: set[str] = set()
+        self.dropped_users: frozenset[str] = frozenset()
         self.ended: EndReason | None = None
-        # None is the end-of-stream mark, put only after the backlog is cleared, so it always fits
-        self._queue: asyncio.Queue[Event | None] = asyncio.Queue(maxsize=maxsize + 1)
+        self._events: list[Event] = []  # short in practice: the reader drains it on every wake-up
+        self._waiter: asyncio.Future[None] | None = None
+        self._end_taken = False
         self._maxsize = maxsize
 
     def wants(self, event: Event) -> bool:
@@ -59,32 +75,44 @@ class Subscriber:
         """Queue an event without waiting; a full queue ends the subscription instead."""
         if self.ended is not None:
             return
-        if self._queue.qsize() >= self._maxsize:
+        if len(self._events) >= self._maxsize:
             self.end(EndReason.TOO_SLOW)
             return
-        self._queue.put_nowait(event)
+        self._events.append(event)
+        self._wake()
 
     def end(self, reason: EndReason) -> None:
         if self.ended is not None:
             return
         self.ended = reason
-        while not self._queue.empty():  # the backlog is freed now, not when the client reads it
-            self._queue.get_nowait()
-        self._queue.put_nowait(None)
+        self._events.clear()  # the backlog is freed now, not when the client reads it
+        self._wake()
 
     def drop_user(self, user_id: str) -> None:
         """The viewer no longer partners for `user_id`: nothing more of theirs, and a narrowed stream ends."""
-        self.dropped_users.add(user_id)
+        self.dropped_users = self.dropped_users | {user_id}
         if self.user_id == user_id:
             self.end(EndReason.PARTNERSHIP_ENDED)
 
     async def next_event(self) -> Event | None:
         """The next queued event, or None once the subscription has been ended (see `ended`)."""
-        event = await self._queue.get()
-        if event is None or self.ended is not None:
-            return None
-        return event
+        while True:
+            if self.ended is not None:
+                self._end_taken = True
+                return None
+            if self._events:
+                return self._events.pop(0)
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     @property
     def backlog(self) -> int:
-        return self._queue.qsize()
+        """Queued events, plus the end mark until the reader has seen it."""
+        return len(self._events) + (1 if self.ended is not None and not self._end_taken else 0)

@@ -23,14 +23,8 @@ def _optional_id(value: strawberry.ID | None) -> str | None:
 
 
 def _pushed(info: Info, row: EventRow) -> VerificationEvent:
-    """Each pushed event reads fresh rows; those the hub read with the event are primed, not re-read."""
+    """Each pushed event reads fresh rows (beyond those the hub read with the event)."""
     info.context.refresh_loaders()
-    loaders = info.context.loaders
-    loaders.user.prime(str(row.user_id), row.user)
-    loaders.task.prime(str(row.task_id), row.task)
-    loaders.instance.prime(str(row.instance_id), row.instance)
-    if row.verification_id is not None:
-        loaders.verification.prime(str(row.verification_id), row.verification)
     return VerificationEvent(row=row)
 
 
@@ -66,7 +60,10 @@ class EventQueries:
         if last is not None:
             size = feeds.check_page_size(last, "last")
         scope = await feeds.feed_scope(
-            await info.context.viewer(), _optional_id(user_id), _optional_id(task_id)
+            await info.context.viewer(),
+            await info.context.visible_user_ids(),
+            _optional_id(user_id),
+            _optional_id(task_id),
         )
         # paging back: `last`, or `before` alone; `after` (with or without `before`) pages forward
         from_newest = last is not None or (before is not None and after is None)
@@ -96,7 +93,8 @@ class EventSubscriptions:
         if hub.subscriptions_of(str(session.user.id)) >= limit:  # before any database work
             raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
         last_sent = None if after is None else feeds.parse_position(after, "after")
-        scope = await feeds.feed_scope(session.user, _optional_id(user_id), _optional_id(task_id))
+        visible = await info.context.visible_user_ids()
+        scope = await feeds.feed_scope(session.user, visible, _optional_id(user_id), _optional_id(task_id))
         narrowed_to = next(iter(scope.user_ids)) if user_id is not None or task_id is not None else None
         subscriber = Subscriber(
             str(session.user.id), session.token_id, user_id=narrowed_to, task_id=scope.task_id
@@ -106,7 +104,8 @@ class EventSubscriptions:
             raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
         try:
             if last_sent is None:
-                last_sent = await feeds.latest_position()
+                # live only: what the hub fans out from now on is newer than what it has read
+                last_sent = hub.last_position
             else:
                 async for row in _replay(scope, subscriber, last_sent):
                     last_sent = row.position or last_sent

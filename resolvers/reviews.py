@@ -21,7 +21,7 @@ class ReviewQueries:
     )
     async def review_queue(self, info: Info, first: int | None = 50) -> list[Verification]:
         first = check_first(50 if first is None else first)
-        rows = await reviews.review_queue(await info.context.viewer(), first)
+        rows = await reviews.review_queue(await info.context.partnered_user_ids(), first)
         return [Verification(row=row) for row in rows]
 
 

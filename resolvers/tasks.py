@@ -62,7 +62,7 @@ class TaskQueries:
         query = TaskRow.filter(owner_id=owner_id, deleted_at=None)
         if state is not None:
             query = query.filter(state=TaskStateRow(state))
-        total = await query.count()
+        count = query.count  # before the cursor narrows it: the total is of every page
         if after is not None:
             created, task_id = decode_cursor(after, 2)
             try:
@@ -80,7 +80,7 @@ class TaskQueries:
         ]
         return TaskConnection(
             edges=edges,
-            total_count=total,
+            count=count,
             page_info=PageInfo(
                 has_next_page=len(rows) > first,
                 has_previous_page=after is not None,

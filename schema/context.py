@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,10 +11,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.websockets import WebSocket
-from strawberry.dataloader import DataLoader
 from strawberry.types import Info as StrawberryInfo
 
-from models import Task, TaskInstance, User, Verification
+from models import User
+from schema.dataloaders import Loaders
 from services.accounts import Session, authenticate, bearer_token
 from services.db import db_now
 from services.decode_gate import DecodeGate
@@ -25,49 +24,6 @@ from settings import Settings
 
 # request.state key: time.monotonic() when the request started (set by web/uploads.UploadLimits)
 ARRIVED_MONOTONIC = "arrived_monotonic"
-
-
-async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
-    rows = {str(row.id): row for row in await model.filter(id__in=list(keys))}
-    return [rows.get(key) for key in keys]
-
-
-async def _load_users(keys: list[str]) -> list[User | None]:
-    return await _by_id(User, keys)
-
-
-async def _load_tasks(keys: list[str]) -> list[Task | None]:
-    return await _by_id(Task, keys)
-
-
-async def _load_instances(keys: list[str]) -> list[TaskInstance | None]:
-    return await _by_id(TaskInstance, keys)
-
-
-async def _load_verifications(keys: list[str]) -> list[Verification | None]:
-    return await _by_id(Verification, keys)
-
-
-async def _load_verifications_of_instances(keys: list[str]) -> list[list[Verification]]:
-    grouped: dict[str, list[Verification]] = defaultdict(list)
-    for row in await Verification.filter(instance_id__in=keys).order_by("submitted_at", "id"):
-        grouped[str(row.instance_id)].append(row)
-    return [grouped[key] for key in keys]
-
-
-@dataclass
-class Loaders:
-    user: DataLoader[str, User | None] = field(default_factory=lambda: DataLoader(load_fn=_load_users))
-    task: DataLoader[str, Task | None] = field(default_factory=lambda: DataLoader(load_fn=_load_tasks))
-    instance: DataLoader[str, TaskInstance | None] = field(
-        default_factory=lambda: DataLoader(load_fn=_load_instances)
-    )
-    verification: DataLoader[str, Verification | None] = field(
-        default_factory=lambda: DataLoader(load_fn=_load_verifications)
-    )
-    verifications_of_instance: DataLoader[str, list[Verification]] = field(
-        default_factory=lambda: DataLoader(load_fn=_load_verifications_of_instances)
-    )
 
 
 @dataclass
@@ -80,7 +36,7 @@ class Context:
     loaders: Loaders = field(default_factory=Loaders)
     connection_params: dict[str, Any] | None = None
     session: Session | None = None
-    _now: datetime | None = None
+    _now: asyncio.Future[datetime] | None = None
     upcoming_spent: int = 0  # due times `upcoming` computed for this request (PROOFLOOP_UPCOMING_PER_REQUEST)
 
     def token(self) -> str | None:
@@ -119,11 +75,20 @@ class Context:
     async def viewer(self) -> User:
         return (await self.authenticate()).user
 
+    async def partnered_user_ids(self) -> frozenset[str]:
+        """The users the viewer actively partners for, read once per request."""
+        return await self.loaders.partnered_users.load(str((await self.viewer()).id))
+
+    async def visible_user_ids(self) -> frozenset[str]:
+        """Whose events and media the viewer may see: their own and those they partner for."""
+        viewer_id = str((await self.viewer()).id)
+        return await self.partnered_user_ids() | {viewer_id}
+
     async def now(self) -> datetime:
         """The database clock, read once per request (isOpen of a page of instances asks it many times)."""
-        if self._now is None:
-            self._now = await db_now()
-        return self._now
+        if self._now is None:  # a future, so the resolvers of a page asking at once share one read
+            self._now = asyncio.ensure_future(db_now())
+        return await self._now
 
     async def arrival(self) -> datetime:
         """When this request arrived, on the database clock: a proof is judged then, not after its body.

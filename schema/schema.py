@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import AddValidationRules, MaxAliasesLimiter, QueryDepthLimiter
+from strawberry.extensions import AddValidationRules, MaxAliasesLimiter, ParserCache, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
 
 from resolvers.accounts import AccountMutations, AccountQueries
@@ -22,6 +22,7 @@ from schema.scalars import SCALAR_OVERRIDES
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30
+PARSED_DOCUMENTS = 256
 
 
 @strawberry.type
@@ -47,6 +48,8 @@ schema = ProofloopSchema(
     scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
     config=StrawberryConfig(auto_camel_case=True),
     extensions=[
+        # thousands of subscriptions send the same few documents: one parse, one shared AST each
+        lambda: ParserCache(maxsize=PARSED_DOCUMENTS),
         OperationMetrics,
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),

@@ -37,22 +37,24 @@ class FeedScope:
         )
 
 
-async def partnered_user_ids(viewer_id: str) -> set[str]:
-    """The users `viewer_id` actively partners for."""
-    rows = await Partnership.filter(partner_id=viewer_id, status=PartnershipStatus.ACTIVE).values_list(
-        "user_id", flat=True
-    )
-    return {str(user_id) for user_id in rows}
+async def partnered_user_ids(viewer_ids: Collection[str]) -> dict[str, set[str]]:
+    """For each viewer, the users they actively partner for (one statement for any number of viewers)."""
+    partnered: dict[str, set[str]] = {viewer_id: set() for viewer_id in viewer_ids}
+    rows = await Partnership.filter(
+        partner_id__in=list(viewer_ids), status=PartnershipStatus.ACTIVE
+    ).values_list("partner_id", "user_id")
+    for partner_id, user_id in rows:
+        partnered[str(partner_id)].add(str(user_id))
+    return partnered
 
 
-async def visible_user_ids(viewer_id: str) -> set[str]:
-    return {viewer_id} | await partnered_user_ids(viewer_id)
+async def feed_scope(
+    viewer: User, visible: Collection[str], user_id: str | None, task_id: str | None
+) -> FeedScope:
+    """Narrow the viewer's feed (`visible`: the viewer and whom they partner for) to a user and/or task.
 
-
-async def feed_scope(viewer: User, user_id: str | None, task_id: str | None) -> FeedScope:
-    """Narrow the viewer's feed to a user and/or task; NOT_FOUND for either one not visible (never leaks)."""
-    viewer_id = str(viewer.id)
-    visible = await visible_user_ids(viewer_id)
+    NOT_FOUND for either one not visible (never leaks).
+    """
     if user_id is not None:
         wanted = parse_id(user_id, "user")
         if wanted not in visible:

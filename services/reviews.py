@@ -6,6 +6,7 @@ the review then runs beside the schedule until its deadline, where the chain app
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from models import (
@@ -174,16 +175,13 @@ async def decide_review(
     return row
 
 
-async def review_queue(viewer: User, first: int) -> list[Verification]:
-    """PENDING_REVIEW proofs of the users the viewer actively partners for, oldest first."""
-    watched = await Partnership.filter(partner_id=viewer.id, status=PartnershipStatus.ACTIVE).values_list(
-        "user_id", flat=True
-    )
+async def review_queue(watched: Collection[str], first: int) -> list[Verification]:
+    """PENDING_REVIEW proofs of `watched` (the users the viewer actively partners for), oldest first."""
     if not watched or first == 0:
         return []
     return await (
         Verification.filter(
-            user_id__in=list(watched),
+            user_id__in=sorted(watched),
             status=VerificationStatus.PENDING_REVIEW,
             instance__status=InstanceStatus.PENDING_REVIEW,  # a deleted task's review was canceled
         )

@@ -5,16 +5,17 @@ from datetime import datetime
 import strawberry
 
 from models import Event as EventRow
-from schema.context import Info
 from schema.enums import EventType, InstanceStatus
 from schema.types.instance import TaskInstance
 from schema.types.task import Task
-from schema.types.user import User, load_user
+from schema.types.user import User
 from schema.types.verification import Verification
 
 
 @strawberry.type
 class VerificationEvent:
+    """An outbox row read with its user, task, instance and verification (services/feeds.py)."""
+
     row: strawberry.Private[EventRow]
 
     @strawberry.field(description="strictly increasing per stream; pass as `after` to resume without gaps")
@@ -42,26 +43,18 @@ class VerificationEvent:
         return self.row.due_at
 
     @strawberry.field
-    async def user(self, info: Info) -> User:
-        return await load_user(info, self.row.user_id)
+    def user(self) -> User:
+        return User(row=self.row.user)
 
     @strawberry.field
-    async def task(self, info: Info) -> Task:
-        row = await info.context.loaders.task.load(str(self.row.task_id))
-        if row is None:
-            raise LookupError(f"task {self.row.task_id} vanished")
-        return Task(row=row)
+    def task(self) -> Task:
+        return Task(row=self.row.task)
 
     @strawberry.field
-    async def instance(self, info: Info) -> TaskInstance:
-        row = await info.context.loaders.instance.load(str(self.row.instance_id))
-        if row is None:
-            raise LookupError(f"instance {self.row.instance_id} vanished")
-        return TaskInstance(row=row)
+    def instance(self) -> TaskInstance:
+        return TaskInstance(row=self.row.instance, task_row=self.row.task)
 
     @strawberry.field
-    async def verification(self, info: Info) -> Verification | None:
-        if self.row.verification_id is None:
-            return None
-        row = await info.context.loaders.verification.load(str(self.row.verification_id))
-        return Verification(row=row) if row else None
+    def verification(self) -> Verification | None:
+        verification = self.row.verification
+        return Verification(row=verification, instance_row=self.row.instance) if verification else None

@@ -9,7 +9,8 @@ from models import Task as TaskRow
 from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
-from schema.types.pagination import PageInfo
+from schema.types.pagination import PageInfo, encode_cursor
+from services.task_reads import InstancePage
 
 
 @strawberry.type
@@ -78,9 +79,36 @@ class TaskInstanceEdge:
 
 @strawberry.type
 class TaskInstanceConnection:
-    edges: list[TaskInstanceEdge]
-    page_info: PageInfo
-    total_count: int
+    """One task's instances; each part is read only when selected, batched across the tasks of a page."""
+
+    task_row: strawberry.Private[TaskRow]
+    page: strawberry.Private[InstancePage]
+
+    async def _rows(self, info: Info) -> list[TaskInstanceRow]:
+        return await info.context.loaders.instance_page.load(self.page)
+
+    @strawberry.field
+    async def edges(self, info: Info) -> list[TaskInstanceEdge]:
+        rows = (await self._rows(info))[: self.page.first]
+        return [
+            TaskInstanceEdge(cursor=encode_cursor(r.seq), node=TaskInstance(row=r, task_row=self.task_row))
+            for r in rows
+        ]
+
+    @strawberry.field
+    async def page_info(self, info: Info) -> PageInfo:
+        rows = await self._rows(info)
+        page = rows[: self.page.first]
+        return PageInfo(
+            has_next_page=len(rows) > self.page.first,
+            has_previous_page=self.page.before_seq is not None,
+            start_cursor=encode_cursor(page[0].seq) if page else None,
+            end_cursor=encode_cursor(page[-1].seq) if page else None,
+        )
+
+    @strawberry.field  # counted only when selected
+    async def total_count(self, info: Info) -> int:
+        return await info.context.loaders.instance_count.load(self.page.task_id)
 
 
 from schema.types.task import Task, local  # noqa: E402  (the two types refer to each other)

@@ -1,20 +1,19 @@
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import strawberry
 
 from models import Task as TaskRow
-from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
-from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
+from schema.types.pagination import PageInfo, check_first, decode_cursor
 from schema.types.user import User, load_user
-from services.chain import OPEN_STATUSES
 from services.errors import BadInput
 from services.schedules import recurrence_budget, upcoming
-from services.streaks import streak_of
+from services.task_reads import InstancePage
 
 
 def local(task: TaskRow, at: datetime) -> datetime:
@@ -120,41 +119,20 @@ class Task:
         return self.row.state
 
     @strawberry.field(description="the unsettled instance the chain fires next")
-    async def current_instance(self) -> TaskInstance | None:
-        # the PENDING one when there is one ("PENDING" sorts before "PENDING_REVIEW"), else a waiting review
-        row = await (
-            TaskInstanceRow.filter(task_id=self.row.id, status__in=OPEN_STATUSES)
-            .order_by("status", "-seq")
-            .first()
-        )
+    async def current_instance(self, info: Info) -> TaskInstance | None:
+        row = await info.context.loaders.open_instance.load(str(self.row.id))
         return TaskInstance(row=row, task_row=self.row) if row else None
 
     @strawberry.field(description="newest first; first <= 100")
-    async def instances(self, first: int | None = 20, after: str | None = None) -> TaskInstanceConnection:
-        first = check_first(20 if first is None else first)
-        query = TaskInstanceRow.filter(task_id=self.row.id)
-        total = await query.count()
+    def instances(self, first: int | None = 20, after: str | None = None) -> TaskInstanceConnection:
+        before_seq = None
         if after is not None:
             (seq,) = decode_cursor(after, 1)
             if not (seq.isascii() and seq.isdigit()) or len(seq) > 18:
                 raise BadInput("after", "is not a cursor this API issued")
-            query = query.filter(seq__lt=int(seq))
-        rows = await query.order_by("-seq").limit(first + 1)
-        page, has_next = rows[:first], len(rows) > first
-        edges = [
-            TaskInstanceEdge(cursor=encode_cursor(r.seq), node=TaskInstance(row=r, task_row=self.row))
-            for r in page
-        ]
-        return TaskInstanceConnection(
-            edges=edges,
-            total_count=total,
-            page_info=PageInfo(
-                has_next_page=has_next,
-                has_previous_page=after is not None,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
-            ),
-        )
+            before_seq = int(seq)
+        page = InstancePage(str(self.row.id), check_first(20 if first is None else first), before_seq)
+        return TaskInstanceConnection(task_row=self.row, page=page)
 
     @strawberry.field(description="the next due times the schedule will produce, in order")
     async def upcoming(self, info: Info, first: int | None = 5) -> list[datetime]:
@@ -168,8 +146,8 @@ class Task:
         ]
 
     @strawberry.field(description="consecutive VERIFIED instances, counted back from the latest settled one")
-    async def streak(self) -> int:
-        return await streak_of(str(self.row.id))
+    async def streak(self, info: Info) -> int:
+        return await info.context.loaders.streak.load(str(self.row.id))
 
     @strawberry.field
     def created_at(self) -> datetime:
@@ -186,11 +164,14 @@ class TaskEdge:
 class TaskConnection:
     edges: list[TaskEdge]
     page_info: PageInfo
-    total_count: int
+    count: strawberry.Private[Callable[[], Awaitable[int]]]
+
+    @strawberry.field  # counted only when selected
+    async def total_count(self) -> int:
+        return await self.count()
 
 
 from schema.types.instance import (  # noqa: E402  (the two types refer to each other)
     TaskInstance,
     TaskInstanceConnection,
-    TaskInstanceEdge,
 )

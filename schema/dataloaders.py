@@ -1,0 +1,116 @@
+"""One DataLoader per aspect, each one grouped statement: a list of N rows costs the statements of 1.
+
+A request (or each pushed event of a subscription) gets a fresh `Loaders`; each loader is built the
+first time a resolver asks for it, so an event that needs two of them builds two.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from strawberry.dataloader import DataLoader
+
+from models import Task, TaskInstance, User, Verification
+from services.feeds import partnered_user_ids
+from services.streaks import streaks_of
+from services.task_reads import InstancePage, instance_counts, instance_pages, open_instances
+
+
+async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
+    rows = {str(row.id): row for row in await model.filter(id__in=list(keys))}
+    return [rows.get(key) for key in keys]
+
+
+async def _load_users(keys: list[str]) -> list[User | None]:
+    return await _by_id(User, keys)
+
+
+async def _load_tasks(keys: list[str]) -> list[Task | None]:
+    return await _by_id(Task, keys)
+
+
+async def _load_instances(keys: list[str]) -> list[TaskInstance | None]:
+    return await _by_id(TaskInstance, keys)
+
+
+async def _load_verifications(keys: list[str]) -> list[Verification | None]:
+    return await _by_id(Verification, keys)
+
+
+async def _load_verifications_of_instances(keys: list[str]) -> list[list[Verification]]:
+    grouped: dict[str, list[Verification]] = defaultdict(list)
+    for row in await Verification.filter(instance_id__in=keys).order_by("submitted_at", "id"):
+        grouped[str(row.instance_id)].append(row)
+    return [grouped[key] for key in keys]
+
+
+async def _load_open_instances(keys: list[str]) -> list[TaskInstance | None]:
+    found = await open_instances(keys)
+    return [found.get(key) for key in keys]
+
+
+async def _load_instance_counts(keys: list[str]) -> list[int]:
+    counts = await instance_counts(keys)
+    return [counts.get(key, 0) for key in keys]
+
+
+async def _load_instance_pages(keys: list[InstancePage]) -> list[list[TaskInstance]]:
+    pages = await instance_pages(keys)
+    return [pages[key] for key in keys]
+
+
+async def _load_streaks(keys: list[str]) -> list[int]:
+    streaks = await streaks_of(keys)
+    return [streaks.get(key, 0) for key in keys]
+
+
+async def _load_partnered_users(keys: list[str]) -> list[frozenset[str]]:
+    partnered = await partnered_user_ids(keys)
+    return [frozenset(partnered[key]) for key in keys]
+
+
+class Loaders:
+    @cached_property
+    def user(self) -> DataLoader[str, User | None]:
+        return DataLoader(load_fn=_load_users)
+
+    @cached_property
+    def task(self) -> DataLoader[str, Task | None]:
+        return DataLoader(load_fn=_load_tasks)
+
+    @cached_property
+    def instance(self) -> DataLoader[str, TaskInstance | None]:
+        return DataLoader(load_fn=_load_instances)
+
+    @cached_property
+    def verification(self) -> DataLoader[str, Verification | None]:
+        return DataLoader(load_fn=_load_verifications)
+
+    @cached_property
+    def verifications_of_instance(self) -> DataLoader[str, list[Verification]]:
+        return DataLoader(load_fn=_load_verifications_of_instances)
+
+    @cached_property
+    def open_instance(self) -> DataLoader[str, TaskInstance | None]:
+        """A task's unsettled instance (Task.currentInstance), by task id."""
+        return DataLoader(load_fn=_load_open_instances)
+
+    @cached_property
+    def instance_count(self) -> DataLoader[str, int]:
+        return DataLoader(load_fn=_load_instance_counts)
+
+    @cached_property
+    def instance_page(self) -> DataLoader[InstancePage, list[TaskInstance]]:
+        return DataLoader(load_fn=_load_instance_pages)
+
+    @cached_property
+    def streak(self) -> DataLoader[str, int]:
+        return DataLoader(load_fn=_load_streaks)
+
+    @cached_property
+    def partnered_users(self) -> DataLoader[str, frozenset[str]]:
+        """The users a viewer actively partners for, by viewer id."""
+        return DataLoader(load_fn=_load_partnered_users)

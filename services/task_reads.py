@@ -1,0 +1,96 @@
+"""Reads of many tasks at once, one grouped statement each: what a page of N tasks costs as much as 1.
+
+Each function takes the task ids a request asked about and answers for all of them; the GraphQL
+DataLoaders call them with every id a query's resolvers asked for in one tick.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tortoise.functions import Count
+
+from models import TaskInstance
+from services.chain import OPEN_STATUSES
+from services.db import connection, is_sqlite
+
+
+async def open_instances(task_ids: Sequence[str]) -> dict[str, TaskInstance]:
+    """Each task's unsettled instance: the PENDING one when there is one, else its latest waiting review."""
+    best: dict[str, TaskInstance] = {}
+    # "PENDING" sorts before "PENDING_REVIEW": the first row per task is the one to show
+    rows = await TaskInstance.filter(task_id__in=list(task_ids), status__in=OPEN_STATUSES).order_by(
+        "status", "-seq"
+    )
+    for row in rows:
+        best.setdefault(str(row.task_id), row)
+    return best
+
+
+async def instance_counts(task_ids: Sequence[str]) -> dict[str, int]:
+    rows: list[tuple[Any, int]] = await (
+        TaskInstance.filter(task_id__in=list(task_ids))
+        .annotate(count=Count("id"))
+        .group_by("task_id")
+        .values_list("task_id", "count")
+    )  # type: ignore[assignment]
+    return {str(task_id): int(count) for task_id, count in rows}
+
+
+@dataclass(frozen=True)
+class InstancePage:
+    """Newest first: `first` instances of one task below `before_seq` (None: from the newest)."""
+
+    task_id: str
+    first: int
+    before_seq: int | None
+
+
+def _placeholders(sqlite: bool, start: int, count: int) -> list[str]:
+    return ["?"] * count if sqlite else [f"${n}" for n in range(start, start + count)]
+
+
+async def instance_pages(pages: Sequence[InstancePage]) -> dict[InstancePage, list[TaskInstance]]:
+    """Each page with one row more than asked (so the caller knows whether another page follows).
+
+    Pages asked with the same size and bound share one windowed statement (a page of tasks asks
+    the same of every task, so that is one statement per request).
+    """
+    groups: dict[tuple[int, int | None], list[InstancePage]] = defaultdict(list)
+    for page in pages:
+        groups[(page.first, page.before_seq)].append(page)
+    found: dict[InstancePage, list[TaskInstance]] = {}
+    for (first, before_seq), members in groups.items():
+        rows = await _windowed_rows([p.task_id for p in members], first + 1, before_seq)
+        for page in members:
+            found[page] = rows.get(page.task_id, [])
+    return found
+
+
+async def _windowed_rows(
+    task_ids: list[str], limit: int, before_seq: int | None
+) -> dict[str, list[TaskInstance]]:
+    sqlite = is_sqlite()
+    columns = ", ".join(f'"{c}"' for c in sorted(TaskInstance._meta.db_fields))
+    values: list[Any] = [*task_ids, limit]
+    ids = _placeholders(sqlite, 1, len(task_ids))
+    (limit_at,) = _placeholders(sqlite, len(task_ids) + 1, 1)
+    bound = ""
+    if before_seq is not None:
+        (before_at,) = _placeholders(sqlite, len(task_ids) + 2, 1)
+        bound = f" AND seq < {before_at}"
+        values.append(before_seq)
+    sql = (
+        f"SELECT {columns} FROM (SELECT {columns}, ROW_NUMBER() OVER"
+        f" (PARTITION BY task_id ORDER BY seq DESC) AS page_row FROM task_instances"
+        f" WHERE task_id IN ({', '.join(ids)}){bound}) AS paged WHERE page_row <= {limit_at}"
+        f" ORDER BY task_id, seq DESC"
+    )
+    grouped: dict[str, list[TaskInstance]] = defaultdict(list)
+    for row in await connection().execute_query_dict(sql, values):
+        instance = TaskInstance._init_from_db(**row)
+        grouped[str(instance.task_id)].append(instance)
+    return grouped
