@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import AddValidationRules, MaxAliasesLimiter, ParserCache, QueryDepthLimiter
+from strawberry.extensions import AddValidationRules, MaxAliasesLimiter, QueryDepthLimiter
 from strawberry.schema.config import StrawberryConfig
 
 from resolvers.accounts import AccountMutations, AccountQueries
@@ -17,6 +17,7 @@ from schema.execution import ProofloopExecutionContext
 from schema.input_guards import ArgumentGuards
 from schema.media_uploads import OneMediaUploadPerDocument
 from schema.metrics_extension import OperationMetrics
+from schema.parse_cache import SharedParses
 from schema.query_cost import QueryCostLimiter
 from schema.scalars import SCALAR_OVERRIDES
 
@@ -49,7 +50,7 @@ schema = ProofloopSchema(
     config=StrawberryConfig(auto_camel_case=True),
     extensions=[
         # thousands of subscriptions send the same few documents: one parse, one shared AST each
-        lambda: ParserCache(maxsize=PARSED_DOCUMENTS),
+        lambda: SharedParses(maxsize=PARSED_DOCUMENTS),
         OperationMetrics,
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
