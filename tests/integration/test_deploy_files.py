@@ -81,7 +81,7 @@ def test_api_and_worker_wait_for_the_migration(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "probe"),
-    [("postgres", "pg_isready"), ("redis", "ping"), ("api", "/readyz"), ("worker", "/metrics")],
+    [("postgres", "pg_isready"), ("redis", "ping"), ("api", "/readyz"), ("worker", "/readyz")],
 )
 def test_healthchecks(name: str, probe: str) -> None:
     assert probe in " ".join(SERVICES[name]["healthcheck"]["test"])
