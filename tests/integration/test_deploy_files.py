@@ -89,7 +89,7 @@ def test_healthchecks(name: str, probe: str) -> None:
 
 def test_worker_healthcheck_uses_its_metrics_port() -> None:
     port = SERVICES["worker"]["environment"]["PROOFLOOP_WORKER_METRICS_PORT"]
-    assert f"127.0.0.1:{port}/metrics" in " ".join(SERVICES["worker"]["healthcheck"]["test"])
+    assert f"127.0.0.1:{port}/readyz" in " ".join(SERVICES["worker"]["healthcheck"]["test"])
 
 
 def test_dockerfile_is_multi_stage_slim_and_runs_unprivileged() -> None:
