@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -56,7 +56,7 @@ class Written:
 
 
 async def write_history(
-    database_url: str, task_id: str, history: list[tuple[float, str]], shift: timedelta
+    database_url: str, task_id: str, history: Sequence[tuple[float, str]], shift: timedelta
 ) -> list[Written]:
     """Settled rows before the task's open instance (seq 0), as the chain would have left them."""
     now = datetime.now(UTC)
