@@ -9,9 +9,17 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.api.test_live import Feed, live_feed
 from tests.api.test_proofs_gps import MUNICH, check_in
 from tests.chain_support import eventually
-from tests.harness import ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
+from tests.harness import (
+    ApiClient,
+    GraphQLFailure,
+    ServerProcess,
+    create_open_task,
+    open_schedule,
+    partner_pair,
+)
 
 APPEAL = """mutation($v: ID, $i: ID, $note: String) {
   appeal(verificationId: $v, instanceId: $i, note: $note) {
@@ -104,8 +112,17 @@ async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_ch
     assert types.index("MISSED") < types.index("APPEAL_REQUESTED") < types.index("APPEAL_DECIDED")
 
 
-async def test_the_window_what_may_be_appealed_and_a_denied_appeal(api: ApiClient, database_url: str) -> None:
-    owner, _, partner, _ = await partner_pair(api)
+async def next_of(feed: Feed, instance_id: str) -> dict[str, Any]:
+    while True:
+        event = await feed.next()
+        if event["instance"]["id"] == instance_id:
+            return event
+
+
+async def test_the_window_what_may_be_appealed_and_a_denied_appeal(
+    api: ApiClient, server: ServerProcess, database_url: str
+) -> None:
+    owner, owner_id, partner, _ = await partner_pair(api)
     _, late = await create_open_task(api, owner, "PHOTO")
     _, recent = await create_open_task(api, owner, "PHOTO")
     _, still_open = await create_open_task(api, owner, "PHOTO")
@@ -116,8 +133,13 @@ async def test_the_window_what_may_be_appealed_and_a_denied_appeal(api: ApiClien
     assert (await refused(api, owner, instance=still_open))[0] == "CONFLICT"
     assert await status_of(api, owner, late) == "MISSED"
 
-    review = await appeal(api, owner, instance=recent)
-    decided = (await api.execute(REVIEW, {"id": review["id"], "approve": False}, token=partner))["review"]
+    async with live_feed(server, partner, userId=owner_id) as feed:
+        review = await appeal(api, owner, instance=recent)
+        requested = await next_of(feed, recent)
+        assert (requested["type"], requested["instanceStatus"]) == ("APPEAL_REQUESTED", "PENDING_REVIEW")
+        decided = (await api.execute(REVIEW, {"id": review["id"], "approve": False}, token=partner))["review"]
+        told = await next_of(feed, recent)
+        assert (told["type"], told["instanceStatus"]) == ("APPEAL_DECIDED", "MISSED")
     # denied: the instance keeps the outcome it had, and the instance has had its one appeal
     assert (decided["status"], decided["reason"], decided["instance"]["status"]) == (
         "REJECTED",
