@@ -27,6 +27,8 @@ COMPLETED = (InstanceStatus.VERIFIED,)
 SETTLED = (InstanceStatus.VERIFIED, InstanceStatus.MISSED, InstanceStatus.REJECTED)
 MAX_RATE_DAYS = 366
 MAX_CALENDAR_DAYS = 92
+# calendar days a schedule can reach (and far from date.min/max, so the zone margins stay dates)
+EARLIEST_DAY, LATEST_DAY = date(1900, 1, 1), date(2200, 12, 31)
 # a calendar of one scope holds at most this many instances (a task due every minute fills it in a day)
 MAX_CALENDAR_INSTANCES = 2000
 # a local date spans UTC instants from 14 h before its UTC midnight to 12 h after the next one
@@ -82,6 +84,9 @@ def check_days(days: int) -> int:
 
 
 def check_range(first: date, last: date) -> None:
+    for field, day in (("from", first), ("to", last)):
+        if not EARLIEST_DAY <= day <= LATEST_DAY:
+            raise BadInput(field, f"must be between {EARLIEST_DAY} and {LATEST_DAY}")
     if last < first:
         raise BadInput("to", "must not be before `from`")
     if (last - first).days + 1 > MAX_CALENDAR_DAYS:
@@ -201,11 +206,11 @@ def _calendar_sql(sqlite: bool, kind: ScopeKind, ids: int) -> str:
     lo, hi, cap = _marks(sqlite, ids + 1, 3)
     return (
         f"SELECT {outer}, tz, scope_key FROM (SELECT {inner}, t.timezone AS tz, {key} AS scope_key,"
-        f" ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY i.due_at, i.seq) AS day_row"
+        f" ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY i.due_at, i.id) AS day_row"
         " FROM task_instances i JOIN tasks t ON t.id = i.task_id"
         f" WHERE {key} IN ({', '.join(_marks(sqlite, 1, ids))}) AND t.deleted_at IS NULL"
         f" AND i.due_at >= {lo} AND i.due_at < {hi}) AS ranged WHERE day_row <= {cap}"
-        " ORDER BY scope_key, due_at, seq"
+        " ORDER BY scope_key, due_at, id"
     )
 
 
@@ -214,7 +219,7 @@ def _midnight(day: date) -> datetime:
 
 
 async def calendars(asks: Sequence[CalendarAsk]) -> dict[CalendarAsk, list[DatedInstance] | BadInput]:
-    """Each ask's instances, dated by their due time in their task's zone, oldest first.
+    """Each ask's instances, dated by their due time in their task's zone, oldest first (ties by id).
 
     Asks of one kind and range share one statement; a scope with more than MAX_CALENDAR_INSTANCES in
     the range gets BadInput instead (ask a shorter range).

@@ -81,7 +81,7 @@ async def write_history(
 
 def expected_calendar(rows: list[Written], first: date, last: date) -> list[dict[str, Any]]:
     by_day: dict[date, list[Written]] = defaultdict(list)
-    for row in sorted(rows, key=lambda r: r.due):
+    for row in sorted(rows, key=lambda r: (r.due, r.id)):  # the API's order: due time, then id
         by_day[row.due.date()].append(row)  # the tasks are in UTC
     days = []
     for n in range((last - first).days + 1):
@@ -184,6 +184,11 @@ async def test_ranges_outside_the_limits_are_bad_input(api: ApiClient, database_
     assert len((await api.execute(calendar, span(91), token=token))["progress"]["calendar"]) == 92
     assert await expect_bad_input(api, token, span(92), calendar) == "to"
     assert await expect_bad_input(api, token, span(-1), calendar) == "to"
+    # far from any schedule, and near the ends of the calendar where the zone margins would overflow
+    assert await expect_bad_input(api, token, {"from": "0001-01-01", "to": "0001-01-02"}, calendar) == "from"
+    assert await expect_bad_input(api, token, {"from": "9999-12-30", "to": "9999-12-31"}, calendar) == "from"
+    assert await expect_bad_input(api, token, {"from": "2200-12-31", "to": "9999-12-31"}, calendar) == "to"
+    assert await expect_bad_input(api, token, {"from": "2026-02-30", "to": "2026-03-01"}, calendar) == "from"
     assert (await api.execute(rate, {"d": 366}, token=token))["progress"]["completionRate"] is None
     for days in (0, -7, 367):
         assert await expect_bad_input(api, token, {"d": days}, rate) == "days"
