@@ -50,23 +50,24 @@ async def _appealed_instance(
 ) -> tuple[TaskInstance, Task]:
     if (verification_id is None) == (instance_id is None):
         raise BadInput("verificationId", "give exactly one of verificationId and instanceId")
+    verification = None
     if verification_id is not None:
         verification = await Verification.get_or_none(id=parse_id(verification_id, "verification"))
         if verification is None:
             raise NotFound("no such verification")
-        if verification.reason not in APPEALABLE_REASONS:
-            raise Conflict("only an automated rejection may be appealed")
         found = await TaskInstance.filter(id=verification.instance_id).select_related("task").first()
     else:
         found = await TaskInstance.filter(id=parse_id(instance_id, "instance")).select_related("task").first()
     if found is None or found.task.deleted_at is not None:
         raise NotFound("no such instance")
     task = found.task
-    if str(task.owner_id) != str(viewer.id):
+    if str(task.owner_id) != str(viewer.id):  # before anything that would tell a stranger about the proof
         if await is_active_partner(str(viewer.id), str(task.owner_id)):
             raise Forbidden("only the task's owner may appeal")
         raise NotFound("no such instance")
-    if verification_id is None and found.status is not InstanceStatus.MISSED:
+    if verification is not None and verification.reason not in APPEALABLE_REASONS:
+        raise Conflict("only an automated rejection may be appealed")
+    if verification is None and found.status is not InstanceStatus.MISSED:
         raise Conflict("an instance is appealed when MISSED; a rejected proof by its verificationId")
     return found, task
 

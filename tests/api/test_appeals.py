@@ -108,6 +108,9 @@ async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_ch
     assert after["currentInstance"] == before["currentInstance"]
     assert (after["streak"], after["progress"]["r"]) == (1, 1.0)
     assert (await refused(api, owner, instance=instance_id))[0] == "CONFLICT"
+    # a partner's decision is no automated rejection; a stranger learns nothing of it
+    assert (await refused(api, owner, verification=review["id"]))[0] == "CONFLICT"
+    assert (await refused(api, stranger, verification=review["id"]))[0] == "NOT_FOUND"
     types = await event_types(api, partner, instance_id)
     assert types.index("MISSED") < types.index("APPEAL_REQUESTED") < types.index("APPEAL_DECIDED")
 
