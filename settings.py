@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     stream_heartbeat_seconds: float = 15.0  # SSE/multipart heartbeats and legacy websocket `ka`
 
     min_interval_seconds: int = 60
+    appeal_window_seconds: int = 48 * 3600  # how long after settlement the owner may appeal
     # one recurrence call (validate, next due time, upcoming) stops past these; see README "Schedules"
     recurrence_max_steps: int = 200_000
     recurrence_max_seconds: float = 2.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tortoise import fields
 from tortoise.models import Model
 
-from models.enums import RejectionReason, VerificationMethod, VerificationStatus
+from models.enums import InstanceStatus, RejectionReason, VerificationMethod, VerificationStatus
 from models.instance import TaskInstance
 from models.user import User
 
@@ -41,6 +41,8 @@ class Verification(Model):
         "models.User", related_name="reviews", null=True, on_delete=fields.SET_NULL
     )
     review_comment = fields.TextField(null=True)
+    # set on the review an appeal opens: the status the instance returns to unless the appeal is upheld
+    appeal_of = fields.CharEnumField(InstanceStatus, max_length=16, null=True)
 
     instance_id: str
     user_id: str

@@ -9,7 +9,7 @@ from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.types.pagination import check_first
 from schema.types.verification import Verification
-from services import reviews
+from services import appeals, reviews
 from services.db import db_now
 
 
@@ -53,5 +53,28 @@ class ReviewMutations:
         arrival = await db_now()
         row = await reviews.decide_review(
             await info.context.viewer(), str(verification_id), approve, comment, arrival=arrival
+        )
+        return Verification(row=row)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="the owner asks partners to overturn an automated rejection or a MISSED instance",
+    )
+    async def appeal(
+        self,
+        info: Info,
+        verification_id: strawberry.ID | None = None,
+        instance_id: strawberry.ID | None = None,
+        note: str | None = None,
+    ) -> Verification:
+        settings = info.context.settings
+        row = await appeals.appeal(
+            await info.context.viewer(),
+            None if verification_id is None else str(verification_id),
+            None if instance_id is None else str(instance_id),
+            note,
+            arrival=await db_now(),
+            window_seconds=settings.appeal_window_seconds,
+            timing=chain_timing(settings),
         )
         return Verification(row=row)

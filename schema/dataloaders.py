@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -15,6 +16,16 @@ from strawberry.dataloader import DataLoader
 
 from models import Task, TaskInstance, User, Verification
 from services.feeds import partnered_user_ids
+from services.progress import (
+    CalendarAsk,
+    Completion,
+    DatedInstance,
+    Scope,
+    Streaks,
+    calendars,
+    completions,
+    streaks,
+)
 from services.streaks import streaks_of
 from services.task_reads import InstancePage, instance_counts, instance_pages, open_instances
 
@@ -72,6 +83,21 @@ async def _load_partnered_users(keys: list[str]) -> list[frozenset[str]]:
     return [frozenset(partnered[key]) for key in keys]
 
 
+async def _load_completions(keys: list[tuple[Scope, datetime]]) -> list[Completion]:
+    found = await completions(keys)
+    return [found[key] for key in keys]
+
+
+async def _load_progress_streaks(keys: list[Scope]) -> list[Streaks]:
+    found = await streaks(keys)
+    return [found[key] for key in keys]
+
+
+async def _load_calendars(keys: list[CalendarAsk]) -> list[list[DatedInstance] | BaseException]:
+    found = await calendars(keys)
+    return [found[key] for key in keys]
+
+
 class Loaders:
     @cached_property
     def user(self) -> DataLoader[str, User | None]:
@@ -114,3 +140,16 @@ class Loaders:
     def partnered_users(self) -> DataLoader[str, frozenset[str]]:
         """The users a viewer actively partners for, by viewer id."""
         return DataLoader(load_fn=_load_partnered_users)
+
+    @cached_property
+    def completion(self) -> DataLoader[tuple[Scope, datetime], Completion]:
+        """Completed and settled instances of a task or a user since an instant."""
+        return DataLoader(load_fn=_load_completions)
+
+    @cached_property
+    def progress_streaks(self) -> DataLoader[Scope, Streaks]:
+        return DataLoader(load_fn=_load_progress_streaks)
+
+    @cached_property
+    def calendar(self) -> DataLoader[CalendarAsk, list[DatedInstance]]:
+        return DataLoader(load_fn=_load_calendars)

@@ -9,6 +9,7 @@ from strawberry.schema.config import StrawberryConfig
 from resolvers.accounts import AccountMutations, AccountQueries
 from resolvers.events import EventQueries, EventSubscriptions
 from resolvers.partners import PartnerMutations, PartnerQueries
+from resolvers.progress import ProgressQueries
 from resolvers.proofs import ProofMutations
 from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
@@ -27,7 +28,7 @@ PARSED_DOCUMENTS = 256
 
 
 @strawberry.type
-class Query(AccountQueries, TaskQueries, EventQueries, PartnerQueries, ReviewQueries):
+class Query(AccountQueries, TaskQueries, EventQueries, PartnerQueries, ReviewQueries, ProgressQueries):
     pass
 
 

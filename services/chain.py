@@ -197,10 +197,26 @@ async def _settle_pending(
     return FireOutcome.MISSED
 
 
+def decided_status(review: Verification | None, approve: bool) -> InstanceStatus:
+    """A review's decision for its instance: an appeal denied returns it to the status it had."""
+    if approve:
+        return InstanceStatus.VERIFIED
+    return review.appeal_of if review is not None and review.appeal_of else InstanceStatus.REJECTED
+
+
+def decided_event(review: Verification | None, approve: bool) -> EventType:
+    if review is not None and review.appeal_of is not None:
+        return EventType.APPEAL_DECIDED
+    return EventType.VERIFIED if approve else EventType.REJECTED
+
+
 async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link_no: int) -> FireOutcome:
     """At the review deadline the task's onTimeout policy decides the pending review."""
     approve = task.review_on_timeout == ReviewTimeoutPolicy.APPROVE and task.deleted_at is None
-    outcome = InstanceStatus.VERIFIED if approve else InstanceStatus.REJECTED
+    verification = await Verification.filter(
+        instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW
+    ).first()
+    outcome = decided_status(verification, approve)
     if task.deleted_at is not None:
         outcome = InstanceStatus.CANCELED
     settled = await TaskInstance.filter(
@@ -212,18 +228,13 @@ async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link
     observe_settlement(outcome.value, instance.fire_at, now)
     if outcome is InstanceStatus.CANCELED:
         return FireOutcome.STALE
-    verification = await Verification.filter(
-        instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW
-    ).first()
     if verification is not None:
         await Verification.filter(id=verification.id).update(
             status=VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
             reason=None if approve else RejectionReason.REVIEW_TIMED_OUT,
             decided_at=now,
         )
-    await record_event(
-        EventType.VERIFIED if approve else EventType.REJECTED, task, instance, now, verification
-    )
+    await record_event(decided_event(verification, approve), task, instance, now, verification)
     log.info(
         "review timed out: %s",
         outcome.value,

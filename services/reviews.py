@@ -23,7 +23,14 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.chain import ChainTiming, lock_task, move_fire_at, plan_next_instance
+from services.chain import (
+    ChainTiming,
+    decided_event,
+    decided_status,
+    lock_task,
+    move_fire_at,
+    plan_next_instance,
+)
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
@@ -50,7 +57,7 @@ def review_deadline(task: Task, due_at: datetime) -> datetime:
     return due_at + timedelta(seconds=max(task.grace_seconds, window))
 
 
-def _check_text(value: str | None, field: str) -> str | None:
+def check_note(value: str | None, field: str) -> str | None:
     if value is not None and len(value) > MAX_NOTE:
         raise BadInput(field, f"must be at most {MAX_NOTE} characters")
     return value
@@ -72,7 +79,7 @@ async def request_review(
     The photo is judged like submitPhoto's (capture time, reuse), so partners are never asked to spot
     a recycled picture; a failing photo is a REJECTED Verification and the instance stays PENDING.
     """
-    note = _check_text(note, "note")
+    note = check_note(note, "note")
     target = await proof_target(viewer, instance_id, VerificationMethod.PARTNER, max_attempts=max_attempts)
     if not await Partnership.exists(user_id=viewer.id, status=PartnershipStatus.ACTIVE):
         # else nobody could decide, and onTimeout APPROVE would verify it unseen
@@ -141,7 +148,7 @@ async def decide_review(
     viewer: User, verification_id: str, approve: bool, comment: str | None, *, arrival: datetime
 ) -> Verification:
     """An active partner of the owner approves or rejects; the first decision before the deadline wins."""
-    comment = _check_text(comment, "comment")
+    comment = check_note(comment, "comment")
     row = await Verification.get_or_none(id=parse_id(verification_id, "verification"))
     if row is None:
         raise NotFound("no such verification")
@@ -149,7 +156,7 @@ async def decide_review(
         raise Forbidden("a proof is reviewed by a partner, never by its owner")
     if not await is_active_partner(str(viewer.id), str(row.user_id)):
         raise NotFound("no such verification")
-    outcome = InstanceStatus.VERIFIED if approve else InstanceStatus.REJECTED
+    outcome = decided_status(row, approve)
     async with write_transaction():
         instance = await TaskInstance.get(id=row.instance_id)
         task = await lock_task(str(instance.task_id))
@@ -169,9 +176,7 @@ async def decide_review(
             raise Conflict("this proof is not waiting for a review")
         await row.refresh_from_db()
         await instance.refresh_from_db()
-        await record_event(
-            EventType.VERIFIED if approve else EventType.REJECTED, task, instance, arrival, row
-        )
+        await record_event(decided_event(row, approve), task, instance, arrival, row)
     return row
 
 

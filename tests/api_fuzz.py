@@ -45,6 +45,9 @@ def scalar_strategies(known_ids: list[str]) -> dict[str, st.SearchStrategy[graph
     ).map(lambda moment: moment.isoformat())
     return {
         "DateTime": st.one_of(instants, st.text(max_size=40)).map(nodes.String),
+        "Date": st.one_of(st.dates().map(lambda day: day.isoformat()), st.text(max_size=12)).map(
+            nodes.String
+        ),
         "ID": st.one_of(st.sampled_from(known_ids), st.text(max_size=40)).map(nodes.String),
         "Upload": st.just(nodes.String("not a file")),
     }

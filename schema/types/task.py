@@ -12,6 +12,7 @@ from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
 from schema.types.pagination import PageInfo, check_first, decode_cursor
 from schema.types.user import User, load_user
 from services.errors import BadInput
+from services.progress import Scope, ScopeKind
 from services.schedules import recurrence_budget, upcoming
 from services.task_reads import InstancePage
 
@@ -149,6 +150,10 @@ class Task:
     async def streak(self, info: Info) -> int:
         return await info.context.loaders.streak.load(str(self.row.id))
 
+    @strawberry.field(description="completion rates, streaks and a calendar of this task's instances")
+    def progress(self) -> Progress:
+        return Progress(scope=Scope(ScopeKind.TASK, str(self.row.id)))
+
     @strawberry.field
     def created_at(self) -> datetime:
         return self.row.created_at
@@ -175,3 +180,4 @@ from schema.types.instance import (  # noqa: E402  (the two types refer to each 
     TaskInstance,
     TaskInstanceConnection,
 )
+from schema.types.progress import Progress  # noqa: E402  (it reaches tasks through instances)

@@ -7,7 +7,7 @@ import strawberry
 from models import TaskInstance as TaskInstanceRow
 from models import Verification as VerificationRow
 from schema.context import Info
-from schema.enums import RejectionReason, VerificationMethod, VerificationStatus
+from schema.enums import InstanceStatus, RejectionReason, VerificationMethod, VerificationStatus
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
 from services.media_links import media_url
@@ -97,6 +97,10 @@ class Verification:
     @strawberry.field
     def review_comment(self) -> str | None:
         return self.row.review_comment
+
+    @strawberry.field(description="on an appeal's review: the status the instance keeps if the appeal fails")
+    def appeal_of(self) -> InstanceStatus | None:
+        return self.row.appeal_of
 
 
 from schema.types.instance import TaskInstance  # noqa: E402  (the types refer to each other)
