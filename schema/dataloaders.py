@@ -14,7 +14,7 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 
 from models import Task, TaskInstance, User, Verification
-from services.feeds import partnered_user_ids
+from services.access import Access, access_of
 from services.streaks import streaks_of
 from services.task_reads import InstancePage, instance_counts, instance_pages, open_instances
 
@@ -67,9 +67,9 @@ async def _load_streaks(keys: list[str]) -> list[int]:
     return [streaks.get(key, 0) for key in keys]
 
 
-async def _load_partnered_users(keys: list[str]) -> list[frozenset[str]]:
-    partnered = await partnered_user_ids(keys)
-    return [frozenset(partnered[key]) for key in keys]
+async def _load_access(keys: list[str]) -> list[Access]:
+    found = await access_of(keys)
+    return [found[key] for key in keys]
 
 
 class Loaders:
@@ -111,6 +111,6 @@ class Loaders:
         return DataLoader(load_fn=_load_streaks)
 
     @cached_property
-    def partnered_users(self) -> DataLoader[str, frozenset[str]]:
-        """The users a viewer actively partners for, by viewer id."""
-        return DataLoader(load_fn=_load_partnered_users)
+    def access(self) -> DataLoader[str, Access]:
+        """What a viewer may read (services/access.py), by viewer id."""
+        return DataLoader(load_fn=_load_access)

@@ -25,13 +25,13 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
+from services.access import is_active_partner
 from services.chain import ChainTiming, lock_task, move_fire_at, plan_next_instance
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
-from services.tasks import is_active_partner
 from verification.errors import InvalidInput
 from verification.gps import GpsFix, GpsRule, judge_check_in, validate_point
 from verification.window import in_window

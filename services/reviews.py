@@ -6,7 +6,6 @@ the review then runs beside the schedule until its deadline, where the chain app
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from models import (
@@ -23,6 +22,7 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
+from services.access import Access
 from services.chain import ChainTiming, lock_task, move_fire_at, plan_next_instance
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
@@ -39,7 +39,6 @@ from services.proofs import (
     window_reason,
 )
 from services.schedules import DueTimes
-from services.tasks import is_active_partner
 
 MAX_NOTE = 2000
 DEFAULT_REVIEW_WINDOW_SECONDS = 86400
@@ -138,7 +137,13 @@ async def _open_review(
 
 
 async def decide_review(
-    viewer: User, verification_id: str, approve: bool, comment: str | None, *, arrival: datetime
+    viewer: User,
+    access: Access,
+    verification_id: str,
+    approve: bool,
+    comment: str | None,
+    *,
+    arrival: datetime,
 ) -> Verification:
     """An active partner of the owner approves or rejects; the first decision before the deadline wins."""
     comment = _check_text(comment, "comment")
@@ -147,7 +152,7 @@ async def decide_review(
         raise NotFound("no such verification")
     if str(row.user_id) == str(viewer.id):
         raise Forbidden("a proof is reviewed by a partner, never by its owner")
-    if not await is_active_partner(str(viewer.id), str(row.user_id)):
+    if not access.partners(row.user_id):
         raise NotFound("no such verification")
     outcome = InstanceStatus.VERIFIED if approve else InstanceStatus.REJECTED
     async with write_transaction():
@@ -175,8 +180,9 @@ async def decide_review(
     return row
 
 
-async def review_queue(watched: Collection[str], first: int) -> list[Verification]:
-    """PENDING_REVIEW proofs of `watched` (the users the viewer actively partners for), oldest first."""
+async def review_queue(access: Access, first: int) -> list[Verification]:
+    """PENDING_REVIEW proofs of the users the viewer actively partners for, oldest first."""
+    watched = access.partnered_user_ids
     if not watched or first == 0:
         return []
     return await (

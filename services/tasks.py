@@ -6,14 +6,13 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from models import (
-    Partnership,
-    PartnershipStatus,
     ReviewTimeoutPolicy,
     Task,
     TaskState,
     User,
     VerificationMethod,
 )
+from services.access import is_active_partner
 from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
 from services.db import db_now, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
@@ -90,20 +89,6 @@ def whole_seconds(schedule: Schedule) -> Schedule:
 def _before(at: datetime) -> datetime:
     """Just before `at`, so an occurrence exactly at `at` still counts as upcoming."""
     return at - timedelta(microseconds=1)
-
-
-async def is_active_partner(partner_id: str, user_id: str) -> bool:
-    return await Partnership.exists(user_id=user_id, partner_id=partner_id, status=PartnershipStatus.ACTIVE)
-
-
-async def visible_task(viewer: User, task_id: str) -> Task:
-    """A task its owner or an ACTIVE partner of the owner may see; NOT_FOUND for everyone else."""
-    task = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
-    if task is None:
-        raise NotFound("no such task")
-    if task.owner_id != viewer.id and not await is_active_partner(str(viewer.id), str(task.owner_id)):
-        raise NotFound("no such task")
-    return task
 
 
 async def _owned_task_locked(owner: User, task_id: str) -> Task:

@@ -21,9 +21,6 @@ class Verification:
     async def _is_owner(self, info: Info) -> bool:
         return (await info.context.viewer()).id == self.row.user_id
 
-    async def _may_see_media(self, info: Info) -> bool:
-        return str(self.row.user_id) in await info.context.visible_user_ids()
-
     @strawberry.field
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.row.id))
@@ -66,7 +63,7 @@ class Verification:
         return self.row.distance_meters
 
     async def _media_link(self, info: Info, kind: str, digest: str | None) -> str | None:
-        if digest is None or not await self._may_see_media(info):
+        if digest is None or not (await info.context.access()).sees_user(self.row.user_id):
             return None
         session = await info.context.authenticate()
         settings = info.context.settings

@@ -19,12 +19,14 @@ from gql.transport.aiohttp import AIOHTTPTransport
 from tests.harness import (
     ApiClient,
     ServerProcess,
+    WorkerProcess,
     create_open_task,
     file_var,
     free_port,
     partner_pair,
     upload,
 )
+from tests.mailbox import Mailbox
 from tests.media_factory import photo
 
 TASK_PAGE = """query($first: Int) { tasks(first: $first) { edges { node {
@@ -57,8 +59,8 @@ def counting_server(service_env: dict[str, str]) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture
-async def counting_api(counting_server: ServerProcess) -> ApiClient:
-    return ApiClient(counting_server.url)
+async def counting_api(counting_server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox) -> ApiClient:
+    return ApiClient(counting_server.url, mailbox)  # the worker mails partners' verification links
 
 
 async def counted(url: str, document: str, token: str, **variables: Any) -> tuple[dict[str, Any], int]:
