@@ -16,7 +16,7 @@ from strawberry.dataloader import DataLoader
 from models import Task, TaskInstance, User, Verification
 from services.access import Access, access_of
 from services.streaks import streaks_of
-from services.task_reads import InstancePage, instance_counts, instance_pages, open_instances
+from services.task_reads import InstanceCount, InstancePage, instance_counts, instance_pages, open_instances
 
 
 async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
@@ -52,7 +52,7 @@ async def _load_open_instances(keys: list[str]) -> list[TaskInstance | None]:
     return [found.get(key) for key in keys]
 
 
-async def _load_instance_counts(keys: list[str]) -> list[int]:
+async def _load_instance_counts(keys: list[InstanceCount]) -> list[int]:
     counts = await instance_counts(keys)
     return [counts.get(key, 0) for key in keys]
 
@@ -99,7 +99,7 @@ class Loaders:
         return DataLoader(load_fn=_load_open_instances)
 
     @cached_property
-    def instance_count(self) -> DataLoader[str, int]:
+    def instance_count(self) -> DataLoader[InstanceCount, int]:
         return DataLoader(load_fn=_load_instance_counts)
 
     @cached_property

@@ -14,13 +14,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from tortoise.expressions import Q
 
-from models import Partnership, PartnershipStatus, Task, TaskInstance
+from models import Event, Partnership, PartnershipStatus, Task, TaskInstance
 from services.errors import NotFound
 from services.ids import parse_id
+
+# the history start of a user the viewer does not partner for: nothing of it is theirs
+NEVER = datetime.max.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,10 @@ class Access:
 
     def sees_task(self, task: Task) -> bool:
         return task.deleted_at is None and self.sees_user(task.owner_id)
+
+    def history_start(self, user_id: object) -> datetime | None:
+        """From when the viewer may read `user_id`'s history: None for all of it (their own)."""
+        return None if self.owns(user_id) else self.since.get(str(user_id), NEVER)
 
     def sees_history(self, user_id: object, at: datetime) -> bool:
         """Whether something of `user_id`'s that happened (or was open) at `at` is the viewer's to read."""
@@ -104,6 +111,12 @@ async def watchers_of(user_ids: Collection[str]) -> dict[str, set[str]]:
         if partner_id is not None:
             watchers[str(user_id)].add(str(partner_id))
     return watchers
+
+
+def pushed_to(event: Event, watchers: Collection[str]) -> set[str]:
+    """Who a new event goes live to: its user, and the partners watching them unless the task is deleted."""
+    owner = str(event.user_id)
+    return {owner} if event.task.deleted_at is not None else {owner, *watchers}
 
 
 async def is_active_partner(partner_id: str, user_id: str) -> bool:

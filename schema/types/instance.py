@@ -10,7 +10,7 @@ from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
 from schema.types.pagination import PageInfo, encode_cursor
-from services.task_reads import InstancePage
+from services.task_reads import InstanceCount, InstancePage
 
 
 @strawberry.type
@@ -108,7 +108,8 @@ class TaskInstanceConnection:
 
     @strawberry.field  # counted only when selected
     async def total_count(self, info: Info) -> int:
-        return await info.context.loaders.instance_count.load(self.page.task_id)
+        key = InstanceCount(self.page.task_id, self.page.closes_from)
+        return await info.context.loaders.instance_count.load(key)
 
 
 from schema.types.task import Task, local  # noqa: E402  (the two types refer to each other)

@@ -124,14 +124,20 @@ class Task:
         return TaskInstance(row=row, task_row=self.row) if row else None
 
     @strawberry.field(description="newest first; first <= 100")
-    def instances(self, first: int | None = 20, after: str | None = None) -> TaskInstanceConnection:
+    async def instances(
+        self, info: Info, first: int | None = 20, after: str | None = None
+    ) -> TaskInstanceConnection:
         before_seq = None
         if after is not None:
             (seq,) = decode_cursor(after, 1)
             if not (seq.isascii() and seq.isdigit()) or len(seq) > 18:
                 raise BadInput("after", "is not a cursor this API issued")
             before_seq = int(seq)
-        page = InstancePage(str(self.row.id), check_first(20 if first is None else first), before_seq)
+        # a partner reads the history from the partnership's start
+        closes_from = (await info.context.access()).history_start(self.row.owner_id)
+        page = InstancePage(
+            str(self.row.id), check_first(20 if first is None else first), before_seq, closes_from
+        )
         return TaskInstanceConnection(task_row=self.row, page=page)
 
     @strawberry.field(description="the next due times the schedule will produce, in order")

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.api.test_live import make_partners
+from tests.api.test_read_statements import HISTORY, add_history
 from tests.harness import ApiClient, GraphQLFailure, create_open_task
 
 CHECK_IN = """mutation($id: ID!) {
@@ -21,6 +22,7 @@ CHECK_IN = """mutation($id: ID!) {
 }"""
 EVENTS = "query($u: ID, $t: ID) { events(userId: $u, taskId: $t, first: 100) { taskTitle task { id } } }"
 TASK = "query($id: ID!) { task(id: $id) { id title } }"
+INSTANCES = "query($id: ID!) { task(id: $id) { instances(first: 50) { totalCount edges { node { id } } } } }"
 INSTANCE = "query($id: ID!) { instance(id: $id) { id } }"
 REMOVE = "mutation($id: ID!) { removePartner(partnershipId: $id) }"
 INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"
@@ -58,7 +60,7 @@ async def _positioned(api: ApiClient, token: str, titles: set[str]) -> None:
 
 
 @pytest.fixture
-async def world(api: ApiClient) -> World:
+async def world(api: ApiClient, database_url: str) -> World:
     tokens: dict[str, str] = {}
     users: dict[str, dict[str, Any]] = {}
     for role in ("owner", "partner", "copartner", "removed", "invited", "stranger"):
@@ -67,6 +69,7 @@ async def world(api: ApiClient) -> World:
     world = World(tokens, users, {}, {})
     owner = tokens["owner"]
     await _proved_task(api, owner, "Before", world)  # proved before anyone partners
+    await add_history(database_url, world.tasks["Before"])  # and settled instances a month old
     await _positioned(api, owner, {"Before"})
 
     for role in ("partner", "copartner", "removed"):
@@ -97,6 +100,9 @@ async def test_partners_read_history_from_the_partnerships_start_and_nothing_of_
     owner_id = world.users["owner"]["id"]
     # the owner keeps their whole history, a deleted task's events included
     assert await _titles(api, world.tokens["owner"]) == ["After", "Before", "Gone"]
+    owned = (await api.execute(INSTANCES, {"id": world.tasks["Before"]}, token=world.tokens["owner"]))["task"]
+    # the month-old history, the proved instance and the next one the proof planned
+    assert owned["instances"]["totalCount"] == len(owned["instances"]["edges"]) == len(HISTORY) + 2
     for role in ("partner", "copartner"):
         token = world.tokens[role]
         assert await _titles(api, token) == ["After"], role
@@ -104,6 +110,13 @@ async def test_partners_read_history_from_the_partnerships_start_and_nothing_of_
         # a live task from before the partnership is visible; its history before the start is not
         assert (await api.execute(TASK, {"id": world.tasks["Before"]}, token=token))["task"] is not None
         assert await _titles(api, token, t=world.tasks["Before"]) == [], role
+        # of its instances, the one still open when the partnership began and later ones: not the history
+        instances = (await api.execute(INSTANCES, {"id": world.tasks["Before"]}, token=token))["task"]
+        assert instances["instances"]["totalCount"] == 2, role
+        seen = [edge["node"]["id"] for edge in instances["instances"]["edges"]]
+        assert len(seen) == 2 and world.instances["Before"] in seen, role
+        for old in {edge["node"]["id"] for edge in owned["instances"]["edges"]} - set(seen):
+            assert (await api.execute(INSTANCE, {"id": old}, token=token))["instance"] is None, role
         assert await _titles(api, token, t=world.tasks["After"]) == ["After"], role
         # a deleted task: not by id, not through its events, not as a filter
         assert (await api.execute(TASK, {"id": world.tasks["Gone"]}, token=token))["task"] is None, role
