@@ -50,7 +50,7 @@ async def instance_counts(keys: Sequence[InstanceCount]) -> dict[InstanceCount, 
             query = query.filter(closes_at__gte=closes_from)
         rows: list[tuple[Any, int]] = await (
             query.annotate(count=Count("id")).group_by("task_id").values_list("task_id", "count")
-        )  # type: ignore[assignment]
+        )
         for task_id, count in rows:
             counts[InstanceCount(str(task_id), closes_from)] = int(count)
     return counts
