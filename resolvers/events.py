@@ -14,6 +14,7 @@ from schema.context import Info
 from schema.types.event import VerificationEvent
 from services import feeds
 from services.errors import Conflict, NotFound, ProofloopError, RateLimited, Unauthenticated
+from services.paging import check_page_size
 
 DEFAULT_PAGE = 50
 
@@ -56,9 +57,9 @@ class EventQueries:
     ) -> list[VerificationEvent]:
         after_position = None if after is None else feeds.parse_position(after, "after")
         before_position = None if before is None else feeds.parse_position(before, "before")
-        size = feeds.check_page_size(DEFAULT_PAGE if first is None else first, "first")
+        size = check_page_size(DEFAULT_PAGE if first is None else first, "first")
         if last is not None:
-            size = feeds.check_page_size(last, "last")
+            size = check_page_size(last, "last")
         scope = await feeds.feed_scope(
             await info.context.access(), _optional_id(user_id), _optional_id(task_id)
         )

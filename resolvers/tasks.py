@@ -81,11 +81,10 @@ class TaskQueries:
         return TaskConnection(
             edges=edges,
             count=count,
-            page_info=PageInfo(
+            page_info=PageInfo.of(
+                [edge.cursor for edge in edges],
                 has_next_page=len(rows) > first,
                 has_previous_page=after is not None,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
             ),
         )
 

@@ -15,7 +15,6 @@ from services.access import Access, require_visible_task
 from services.errors import BadInput, NotFound
 from services.ids import parse_id
 
-MAX_PAGE = 100
 # Positions are BIGINT: a larger "id" names no event and must not reach the database.
 MAX_POSITION = 2**63 - 1
 # Rows read per query when catching up: bounded, so a long backlog never lands in memory at once.
@@ -61,12 +60,6 @@ def parse_position(value: object, field: str) -> int:
         raise BadInput(field, "is not an event id")
     position = int(text)
     return position
-
-
-def check_page_size(size: int, field: str) -> int:
-    if not 0 <= size <= MAX_PAGE:
-        raise BadInput(field, f"must be between 0 and {MAX_PAGE}")
-    return size
 
 
 def _with_related(query: QuerySet[Event]) -> QuerySet[Event]:

@@ -39,9 +39,9 @@ from services.proofs import (
     window_reason,
 )
 from services.schedules import DueTimes
+from services.task_drafts import DEFAULT_REVIEW_WINDOW_SECONDS
 
 MAX_NOTE = 2000
-DEFAULT_REVIEW_WINDOW_SECONDS = 86400
 
 
 def review_deadline(task: Task, due_at: datetime) -> datetime:

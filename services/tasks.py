@@ -19,6 +19,7 @@ from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.ids import parse_id
 from services.schedules import DueTimes, check_schedule, next_due_after, prefetch_due_times, schedule_of
 from services.task_drafts import (
+    DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
     SchedulePatch,
     TaskDraft,
@@ -46,7 +47,7 @@ async def create_task(
     due = await prefetch_due_times(draft.schedule, _before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
-        partner = PartnerRuleDraft(review_window_seconds=86400, on_timeout=ReviewTimeoutPolicy.REJECT)
+        partner = PartnerRuleDraft(DEFAULT_REVIEW_WINDOW_SECONDS, on_timeout=ReviewTimeoutPolicy.REJECT)
     async with write_transaction():
         # serializes this owner's creates, so two at once cannot both pass the quota
         await User.filter(id=owner.id).select_for_update().first()

@@ -99,11 +99,10 @@ class TaskInstanceConnection:
     async def page_info(self, info: Info) -> PageInfo:
         rows = await self._rows(info)
         page = rows[: self.page.first]
-        return PageInfo(
+        return PageInfo.of(
+            [encode_cursor(row.seq) for row in page],
             has_next_page=len(rows) > self.page.first,
             has_previous_page=self.page.before_seq is not None,
-            start_cursor=encode_cursor(page[0].seq) if page else None,
-            end_cursor=encode_cursor(page[-1].seq) if page else None,
         )
 
     @strawberry.field  # counted only when selected
