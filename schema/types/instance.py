@@ -10,6 +10,8 @@ from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
 from schema.types.pagination import PageInfo, encode_cursor
+from schema.types.task import Task, local
+from schema.types.verification import Verification
 from services.task_reads import InstanceCount, InstancePage
 
 
@@ -109,7 +111,3 @@ class TaskInstanceConnection:
     async def total_count(self, info: Info) -> int:
         key = InstanceCount(self.page.task_id, self.page.closes_from)
         return await info.context.loaders.instance_count.load(key)
-
-
-from schema.types.task import Task, local  # noqa: E402  (the two types refer to each other)
-from schema.types.verification import Verification  # noqa: E402

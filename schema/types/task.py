@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo
 
 import strawberry
@@ -14,6 +15,9 @@ from schema.types.user import User, load_user
 from services.errors import BadInput
 from services.schedules import recurrence_budget, upcoming
 from services.task_reads import InstancePage
+
+if TYPE_CHECKING:
+    from schema.types.instance import TaskInstance, TaskInstanceConnection
 
 
 def local(task: TaskRow, at: datetime) -> datetime:
@@ -119,14 +123,20 @@ class Task:
         return self.row.state
 
     @strawberry.field(description="the unsettled instance the chain fires next")
-    async def current_instance(self, info: Info) -> TaskInstance | None:
+    async def current_instance(
+        self, info: Info
+    ) -> Annotated[TaskInstance, strawberry.lazy("schema.types.instance")] | None:
+        from schema.types.instance import TaskInstance  # instance.py imports this module
+
         row = await info.context.loaders.open_instance.load(str(self.row.id))
         return TaskInstance(row=row, task_row=self.row) if row else None
 
     @strawberry.field(description="newest first; first <= 100")
     async def instances(
         self, info: Info, first: int | None = 20, after: str | None = None
-    ) -> TaskInstanceConnection:
+    ) -> Annotated[TaskInstanceConnection, strawberry.lazy("schema.types.instance")]:
+        from schema.types.instance import TaskInstanceConnection  # instance.py imports this module
+
         before_seq = None
         if after is not None:
             (seq,) = decode_cursor(after, 1)
@@ -175,9 +185,3 @@ class TaskConnection:
     @strawberry.field  # counted only when selected
     async def total_count(self) -> int:
         return await self.count()
-
-
-from schema.types.instance import (  # noqa: E402  (the two types refer to each other)
-    TaskInstance,
-    TaskInstanceConnection,
-)

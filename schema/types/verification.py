@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
@@ -11,6 +12,9 @@ from schema.enums import RejectionReason, VerificationMethod, VerificationStatus
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
 from services.media_links import media_url
+
+if TYPE_CHECKING:
+    from schema.types.instance import TaskInstance
 
 
 @strawberry.type
@@ -26,7 +30,9 @@ class Verification:
         return strawberry.ID(str(self.row.id))
 
     @strawberry.field
-    async def instance(self, info: Info) -> TaskInstance:
+    async def instance(self, info: Info) -> Annotated[TaskInstance, strawberry.lazy("schema.types.instance")]:
+        from schema.types.instance import TaskInstance  # instance.py imports this module
+
         row = self.instance_row or await info.context.loaders.instance.load(str(self.row.instance_id))
         if row is None:
             raise LookupError(f"instance {self.row.instance_id} vanished")
@@ -94,6 +100,3 @@ class Verification:
     @strawberry.field
     def review_comment(self) -> str | None:
         return self.row.review_comment
-
-
-from schema.types.instance import TaskInstance  # noqa: E402  (the types refer to each other)
