@@ -16,14 +16,13 @@ from models import (
     RejectionReason,
     Task,
     TaskInstance,
-    TaskState,
     User,
     Verification,
     VerificationMethod,
     VerificationStatus,
 )
 from services.access import Access
-from services.chain import ChainTiming, lock_task, move_fire_at, plan_next_instance
+from services.chain import ChainTiming, lock_task, move_fire_at, plan_after_pending, settle_instance
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
@@ -131,8 +130,7 @@ async def _open_review(
     draft.status = VerificationStatus.PENDING_REVIEW
     await draft.save()
     await record_event(EventType.REVIEW_REQUESTED, task, instance, arrival, draft)
-    if task.state is TaskState.ACTIVE and task.deleted_at is None:
-        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing, due=due)
+    await plan_after_pending(task, instance, now=arrival, timing=timing, due=due)
     return draft
 
 
@@ -158,9 +156,9 @@ async def decide_review(
     async with write_transaction():
         instance = await TaskInstance.get(id=row.instance_id)
         task = await lock_task(str(instance.task_id))
-        settled = await TaskInstance.filter(
-            id=instance.id, status=InstanceStatus.PENDING_REVIEW, review_deadline__gt=arrival
-        ).update(status=outcome, settled_at=arrival, fire_at=None, link_for=None)
+        settled = await settle_instance(
+            instance.id, outcome, arrival, expected=InstanceStatus.PENDING_REVIEW, review_deadline__gt=arrival
+        )
         if not settled:
             raise Conflict("this review is already decided, or its deadline has passed")
         decided = await Verification.filter(id=row.id, status=VerificationStatus.PENDING_REVIEW).update(
