@@ -25,7 +25,7 @@ from realtime.hub import Hub, start_hub, stop_hub
 from realtime.redis_options import RedisTimeouts
 from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
-from services import accounts, feeds
+from services import access, accounts, feeds
 from services.media_storage import sweep_orphans_forever
 from services.passwords import PasswordHashing
 from settings import Settings, get_settings
@@ -84,7 +84,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Hub(
                 settings.resolved_redis_url,
                 read_after=feeds.events_after,
-                watchers_of=feeds.watchers_of,
+                watchers_of=access.watchers_of,
                 latest_position=feeds.latest_position,
                 token_expiry=accounts.token_expiry,
             )

@@ -124,7 +124,7 @@ def token_from_mail_dir(mail_dir: Path) -> VerificationToken:
             for path in sorted(mail_dir.glob("*.eml"), reverse=True):
                 mail = message_from_bytes(path.read_bytes(), policy=policy.default)
                 body = mail.get_body(preferencelist=("plain",)) if isinstance(mail, EmailMessage) else None
-                found = _TOKEN.search(str(body.get_content()) if body is not None else "")  # type: ignore[attr-defined]
+                found = _TOKEN.search(str(body.get_content()) if body is not None else "")
                 if str(mail["To"]).lower() == email and found:
                     return found.group(1)
             time.sleep(0.2)

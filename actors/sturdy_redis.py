@@ -25,7 +25,7 @@ from observability.metrics import DEAD_LETTERS
 _CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 
 
-class SturdyRedisConsumer(_RedisConsumer):  # type: ignore[misc]
+class SturdyRedisConsumer(_RedisConsumer):
     def requeue(self, messages: Iterable[MessageProxy]) -> None:
         try:
             super().requeue(messages)  # type: ignore[no-untyped-call]

@@ -29,7 +29,7 @@ _client: aioredis.Redis | None = None
 
 if _redis_url and __name__ != "__main__":  # inside the raw worker process
     broker = RedisBroker(url=_redis_url)  # type: ignore[no-untyped-call]
-    broker.add_middleware(AsyncIO())  # type: ignore[no-untyped-call]
+    broker.add_middleware(AsyncIO())
     dramatiq.set_broker(broker)
 
     @dramatiq.actor(actor_name=RAW_ACTOR, queue_name=RAW_QUEUE, max_retries=0)

@@ -15,7 +15,7 @@ class Task(Model):
         "models.User", related_name="tasks", on_delete=fields.CASCADE
     )
     title = fields.CharField(max_length=200)
-    description: str | None = fields.TextField(null=True)  # type: ignore[assignment]
+    description: str | None = fields.TextField(null=True)
     method = fields.CharEnumField(VerificationMethod, max_length=16)
 
     starts_at = fields.DatetimeField()  # DTSTART as an instant; its wall time in `timezone` is what recurs

@@ -23,6 +23,7 @@ from models import Event
 from observability.metrics import OPEN_SUBSCRIPTIONS
 from realtime.notices import CONTROL_CHANNEL, EVENTS_CHANNEL_PREFIX
 from realtime.subscribers import EndReason, Subscriber
+from services.access import pushed_to
 
 log = logging.getLogger("proofloop.realtime")
 
@@ -173,7 +174,7 @@ class Hub:
             if (row.position or 0) <= self.last_position:
                 continue
             owner = str(row.user_id)
-            for viewer_id in {owner, *watchers.get(owner, ())}:
+            for viewer_id in pushed_to(row, watchers.get(owner, ())):
                 for subscriber in list(self._by_viewer.get(viewer_id, ())):
                     if subscriber.wants(row):
                         subscriber.offer(row)

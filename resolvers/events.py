@@ -14,6 +14,7 @@ from schema.context import Info
 from schema.types.event import VerificationEvent
 from services import feeds
 from services.errors import Conflict, NotFound, ProofloopError, RateLimited, Unauthenticated
+from services.paging import check_page_size
 
 DEFAULT_PAGE = 50
 
@@ -56,14 +57,11 @@ class EventQueries:
     ) -> list[VerificationEvent]:
         after_position = None if after is None else feeds.parse_position(after, "after")
         before_position = None if before is None else feeds.parse_position(before, "before")
-        size = feeds.check_page_size(DEFAULT_PAGE if first is None else first, "first")
+        size = check_page_size(DEFAULT_PAGE if first is None else first, "first")
         if last is not None:
-            size = feeds.check_page_size(last, "last")
+            size = check_page_size(last, "last")
         scope = await feeds.feed_scope(
-            await info.context.viewer(),
-            await info.context.visible_user_ids(),
-            _optional_id(user_id),
-            _optional_id(task_id),
+            await info.context.access(), _optional_id(user_id), _optional_id(task_id)
         )
         # paging back: `last`, or `before` alone; `after` (with or without `before`) pages forward
         from_newest = last is not None or (before is not None and after is None)
@@ -93,8 +91,9 @@ class EventSubscriptions:
         if hub.subscriptions_of(str(session.user.id)) >= limit:  # before any database work
             raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
         last_sent = None if after is None else feeds.parse_position(after, "after")
-        visible = await info.context.visible_user_ids()
-        scope = await feeds.feed_scope(session.user, visible, _optional_id(user_id), _optional_id(task_id))
+        scope = await feeds.feed_scope(
+            await info.context.access(), _optional_id(user_id), _optional_id(task_id)
+        )
         narrowed_to = next(iter(scope.user_ids)) if user_id is not None or task_id is not None else None
         subscriber = Subscriber(
             str(session.user.id), session.token_id, user_id=narrowed_to, task_id=scope.task_id

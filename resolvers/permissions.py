@@ -1,4 +1,4 @@
-"""Permission classes: every mutation and subscription declares one (checked by a test)."""
+"""Permission classes: every root field declares one (pinned by tests/unit/test_permissions.py)."""
 
 from __future__ import annotations
 

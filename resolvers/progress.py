@@ -5,10 +5,10 @@ import strawberry
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.progress import Progress
+from services.access import is_active_partner
 from services.errors import NotFound
 from services.ids import is_uuid
 from services.progress import Scope, ScopeKind
-from services.tasks import is_active_partner
 
 
 @strawberry.type

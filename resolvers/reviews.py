@@ -21,7 +21,7 @@ class ReviewQueries:
     )
     async def review_queue(self, info: Info, first: int | None = 50) -> list[Verification]:
         first = check_first(50 if first is None else first)
-        rows = await reviews.review_queue(await info.context.partnered_user_ids(), first)
+        rows = await reviews.review_queue(await info.context.access(), first)
         return [Verification(row=row) for row in rows]
 
 
@@ -52,7 +52,12 @@ class ReviewMutations:
     ) -> Verification:
         arrival = await db_now()
         row = await reviews.decide_review(
-            await info.context.viewer(), str(verification_id), approve, comment, arrival=arrival
+            await info.context.viewer(),
+            await info.context.access(),
+            str(verification_id),
+            approve,
+            comment,
+            arrival=arrival,
         )
         return Verification(row=row)
 

@@ -7,7 +7,6 @@ import strawberry
 from tortoise.expressions import Q
 
 from models import Task as TaskRow
-from models import TaskInstance as TaskInstanceRow
 from models import TaskState as TaskStateRow
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
@@ -17,6 +16,7 @@ from schema.types.instance import TaskInstance
 from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
 from schema.types.task import Task, TaskConnection, TaskEdge
 from services import tasks
+from services.access import require_visible_task, visible_instance
 from services.chain import ChainTiming
 from services.errors import BadInput, NotFound
 from services.ids import is_uuid
@@ -29,12 +29,12 @@ def chain_timing(settings: Settings) -> ChainTiming:
 
 
 async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
-    viewer = await info.context.viewer()
-    if user_id is None or str(user_id) == str(viewer.id):
-        return str(viewer.id)
-    if not is_uuid(user_id) or not await tasks.is_active_partner(str(viewer.id), str(user_id)):
+    access = await info.context.access()
+    if user_id is None:
+        return access.viewer_id
+    if not is_uuid(user_id) or not access.sees_user(str(UUID(str(user_id)))):
         raise NotFound("no such user among those you partner for")
-    return str(user_id)
+    return str(UUID(str(user_id)))
 
 
 @strawberry.type
@@ -44,7 +44,7 @@ class TaskQueries:
     )
     async def task(self, info: Info, id: strawberry.ID) -> Task | None:
         try:
-            return Task(row=await tasks.visible_task(await info.context.viewer(), str(id)))
+            return Task(row=await require_visible_task(await info.context.access(), str(id)))
         except NotFound:
             return None
 
@@ -81,24 +81,17 @@ class TaskQueries:
         return TaskConnection(
             edges=edges,
             count=count,
-            page_info=PageInfo(
+            page_info=PageInfo.of(
+                [edge.cursor for edge in edges],
                 has_next_page=len(rows) > first,
                 has_previous_page=after is not None,
-                start_cursor=edges[0].cursor if edges else None,
-                end_cursor=edges[-1].cursor if edges else None,
             ),
         )
 
     @strawberry.field(permission_classes=[IsAuthenticated])
     async def instance(self, info: Info, id: strawberry.ID) -> TaskInstance | None:
-        row = await TaskInstanceRow.get_or_none(id=str(id)) if is_uuid(id) else None
-        if row is None:
-            return None
-        try:
-            task = await tasks.visible_task(await info.context.viewer(), str(row.task_id))
-        except NotFound:
-            return None
-        return TaskInstance(row=row, task_row=task)
+        found = await visible_instance(await info.context.access(), str(id)) if is_uuid(id) else None
+        return TaskInstance(row=found[0], task_row=found[1]) if found else None
 
 
 @strawberry.type

@@ -15,6 +15,7 @@ from strawberry.types import Info as StrawberryInfo
 
 from models import User
 from schema.dataloaders import Loaders
+from services.access import Access
 from services.accounts import Session, authenticate, bearer_token
 from services.db import db_now
 from services.decode_gate import DecodeGate
@@ -75,14 +76,17 @@ class Context:
     async def viewer(self) -> User:
         return (await self.authenticate()).user
 
+    async def access(self) -> Access:
+        """What the viewer may read (services/access.py), read once per request."""
+        return await self.loaders.access.load(str((await self.viewer()).id))
+
     async def partnered_user_ids(self) -> frozenset[str]:
-        """The users the viewer actively partners for, read once per request."""
-        return await self.loaders.partnered_users.load(str((await self.viewer()).id))
+        """The users the viewer actively partners for."""
+        return (await self.access()).partnered_user_ids
 
     async def visible_user_ids(self) -> frozenset[str]:
-        """Whose events and media the viewer may see: their own and those they partner for."""
-        viewer_id = str((await self.viewer()).id)
-        return await self.partnered_user_ids() | {viewer_id}
+        """Whose tasks, proofs and events the viewer may see at all: their own and those they partner for."""
+        return (await self.access()).user_ids
 
     async def now(self) -> datetime:
         """The database clock, read once per request (isOpen of a page of instances asks it many times)."""

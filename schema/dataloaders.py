@@ -15,7 +15,7 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 
 from models import Task, TaskInstance, User, Verification
-from services.feeds import partnered_user_ids
+from services.access import Access, access_of
 from services.progress import (
     CalendarAsk,
     Completion,
@@ -27,7 +27,7 @@ from services.progress import (
     streaks,
 )
 from services.streaks import streaks_of
-from services.task_reads import InstancePage, instance_counts, instance_pages, open_instances
+from services.task_reads import InstanceCount, InstancePage, instance_counts, instance_pages, open_instances
 
 
 async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
@@ -63,7 +63,7 @@ async def _load_open_instances(keys: list[str]) -> list[TaskInstance | None]:
     return [found.get(key) for key in keys]
 
 
-async def _load_instance_counts(keys: list[str]) -> list[int]:
+async def _load_instance_counts(keys: list[InstanceCount]) -> list[int]:
     counts = await instance_counts(keys)
     return [counts.get(key, 0) for key in keys]
 
@@ -78,9 +78,9 @@ async def _load_streaks(keys: list[str]) -> list[int]:
     return [streaks.get(key, 0) for key in keys]
 
 
-async def _load_partnered_users(keys: list[str]) -> list[frozenset[str]]:
-    partnered = await partnered_user_ids(keys)
-    return [frozenset(partnered[key]) for key in keys]
+async def _load_access(keys: list[str]) -> list[Access]:
+    found = await access_of(keys)
+    return [found[key] for key in keys]
 
 
 async def _load_completions(keys: list[tuple[Scope, datetime]]) -> list[Completion]:
@@ -125,7 +125,7 @@ class Loaders:
         return DataLoader(load_fn=_load_open_instances)
 
     @cached_property
-    def instance_count(self) -> DataLoader[str, int]:
+    def instance_count(self) -> DataLoader[InstanceCount, int]:
         return DataLoader(load_fn=_load_instance_counts)
 
     @cached_property
@@ -137,9 +137,9 @@ class Loaders:
         return DataLoader(load_fn=_load_streaks)
 
     @cached_property
-    def partnered_users(self) -> DataLoader[str, frozenset[str]]:
-        """The users a viewer actively partners for, by viewer id."""
-        return DataLoader(load_fn=_load_partnered_users)
+    def access(self) -> DataLoader[str, Access]:
+        """What a viewer may read (services/access.py), by viewer id."""
+        return DataLoader(load_fn=_load_access)
 
     @cached_property
     def completion(self) -> DataLoader[tuple[Scope, datetime], Completion]:

@@ -10,6 +10,7 @@ from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
 from schema.enums import ReviewTimeoutPolicy, VerificationMethod
 from services.errors import BadInput
 from services.task_drafts import (
+    DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
     PartnerRuleDraft,
     SchedulePatch,
@@ -73,7 +74,7 @@ class VideoRuleInput:
 
 @strawberry.input
 class PartnerRuleInput:
-    review_window_seconds: int = 86400
+    review_window_seconds: int = DEFAULT_REVIEW_WINDOW_SECONDS
     on_timeout: ReviewTimeoutPolicy = ReviewTimeoutPolicyRow.REJECT
 
     def to_draft(self) -> PartnerRuleDraft:

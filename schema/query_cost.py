@@ -34,9 +34,10 @@ from graphql import (
 )
 from strawberry.extensions import SchemaExtension
 
+# what a page size counts as at most: larger ones are refused by the field itself (BAD_USER_INPUT)
+from services.paging import MAX_PAGE
+
 SIZE_ARGUMENTS = ("first", "last")
-# What a page size counts as at most: larger ones are refused by the field itself (BAD_USER_INPUT).
-MAX_PAGE = 100
 # A list without a size argument (partnerships, an instance's verifications) is assumed this long.
 UNSIZED_LIST = 20
 

@@ -47,7 +47,7 @@ schema = ProofloopSchema(
     mutation=Mutation,
     subscription=Subscription,
     execution_context_class=ProofloopExecutionContext,
-    scalar_overrides=SCALAR_OVERRIDES,  # type: ignore[arg-type]
+    scalar_overrides=SCALAR_OVERRIDES,
     config=StrawberryConfig(auto_camel_case=True),
     extensions=[
         # thousands of subscriptions send the same few documents: one parse, one shared AST each

@@ -23,13 +23,14 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
+from services.access import is_active_partner
 from services.chain import ChainTiming, lock_task, move_fire_at
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
-from services.reviews import DEFAULT_REVIEW_WINDOW_SECONDS, check_note
-from services.tasks import is_active_partner
+from services.reviews import check_note
+from services.task_drafts import DEFAULT_REVIEW_WINDOW_SECONDS
 
 # what the service decided, not a partner: these rejections may be appealed
 APPEALABLE_REASONS = frozenset(

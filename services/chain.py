@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from tortoise.expressions import F
 
@@ -66,6 +67,37 @@ def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
 async def lock_task(task_id: str) -> Task:
     """Lock the task row for the rest of the transaction: edits and fires of one task take turns."""
     return await Task.filter(id=task_id).select_for_update().get()
+
+
+def settlement(outcome: InstanceStatus, at: datetime) -> dict[str, Any]:
+    """The columns every settlement writes: the outcome, when, and that the chain owes the row nothing.
+
+    chain_sql.mark_missed writes the same columns in SQL (the fire's hot path).
+    """
+    return {"status": outcome, "settled_at": at, "fire_at": None, "link_for": None}
+
+
+async def settle_instance(
+    instance_id: object,
+    outcome: InstanceStatus,
+    at: datetime,
+    *,
+    expected: InstanceStatus = InstanceStatus.PENDING,
+    **conditions: Any,
+) -> bool:
+    """The compare-and-set that settles one instance: only from `expected` and only if `conditions` hold
+    (the window at arrival, the review deadline); False when someone else settled it first."""
+    rows = TaskInstance.filter(id=instance_id, status=expected, **conditions)
+    return bool(await rows.update(**settlement(outcome, at)))
+
+
+async def plan_after_pending(
+    task: Task, instance: TaskInstance, *, now: datetime, timing: ChainTiming, due: DueTimes | None
+) -> None:
+    """The instance left PENDING: plan the next one in the same transaction (one PENDING per task),
+    unless the task was paused, ended or deleted meanwhile."""
+    if task.state is TaskState.ACTIVE and task.deleted_at is None:
+        await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
 
 
 async def plan_next_instance(
@@ -132,9 +164,8 @@ async def cancel_open_instance(
     task: Task, now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
 ) -> int:
     """Cancel the task's PENDING instance (by default a requested review runs on beside the schedule)."""
-    return await TaskInstance.filter(task_id=task.id, status__in=statuses).update(
-        status=InstanceStatus.CANCELED, settled_at=now, fire_at=None, link_for=None
-    )
+    rows = TaskInstance.filter(task_id=task.id, status__in=statuses)
+    return await rows.update(**settlement(InstanceStatus.CANCELED, now))
 
 
 async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutcome:
@@ -182,9 +213,7 @@ async def _settle_pending(
         or task.state != TaskState.ACTIVE
     ):
         # a link of a superseded chain: the row must not stay behind owing work
-        await TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING).update(
-            status=InstanceStatus.CANCELED, settled_at=now, fire_at=None, link_for=None
-        )
+        await settle_instance(instance.id, InstanceStatus.CANCELED, now)
         observe_settlement(InstanceStatus.CANCELED.value, instance.fire_at, now)
         return FireOutcome.STALE
     if not await mark_missed(str(instance.id), now):
@@ -219,9 +248,9 @@ async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link
     outcome = decided_status(verification, approve)
     if task.deleted_at is not None:
         outcome = InstanceStatus.CANCELED
-    settled = await TaskInstance.filter(
-        id=instance.id, status=InstanceStatus.PENDING_REVIEW, fire_at__lte=now
-    ).update(status=outcome, settled_at=now, fire_at=None, link_for=None)
+    settled = await settle_instance(
+        instance.id, outcome, now, expected=InstanceStatus.PENDING_REVIEW, fire_at__lte=now
+    )
     if not settled:
         return await _resend_if_early(instance, now, link_no)
     instance.status = outcome

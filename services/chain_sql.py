@@ -65,6 +65,9 @@ def _miss_sql(sqlite: bool) -> str:
 
 
 async def mark_missed(instance_id: str, now: datetime) -> bool:
-    """PENDING -> MISSED only if fire_at has come by `now` (the database's clock): a compare-and-set."""
+    """PENDING -> MISSED only if fire_at has come by `now` (the database's clock): a compare-and-set.
+
+    chain.settle_instance in SQL, writing chain.settlement's columns: the fire's hot path.
+    """
     rows = await connection().execute_query_dict(_miss_sql(is_sqlite()), [now, instance_id])
     return bool(rows)

@@ -49,7 +49,7 @@ async def write_transaction() -> AsyncIterator[BaseDBAsyncClient]:
 
 
 def on_commit(hook: AfterCommit) -> None:
-    """Run `hook` after the current transaction commits (at once when there is none)."""
+    """Run `hook` after the current transaction commits; outside write_transaction it is a RuntimeError."""
     hooks = _after_commit.get()
     if hooks is None:
         raise RuntimeError("on_commit outside write_transaction")

@@ -1,23 +1,20 @@
-"""Who may see whose events, and reading them from the outbox in position order.
+"""Reading the outbox in position order, narrowed to what the viewer may see (services/access.py).
 
-A viewer sees their own events and those of every user they ACTIVELY partner for. Only rows with a
-position (given after commit, in commit order) are ever read, so a reader never sees a gap fill in.
+Only rows with a position (given after commit, in commit order) are ever read, so a reader never sees a
+gap fill in.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from tortoise.queryset import QuerySet
 
-from models import Event, Partnership, PartnershipStatus, User
+from models import Event
+from services.access import Access, require_visible_task
 from services.errors import BadInput, NotFound
 from services.ids import parse_id
-from services.tasks import visible_task
 
-MAX_PAGE = 100
 # Positions are BIGINT: a larger "id" names no event and must not reach the database.
 MAX_POSITION = 2**63 - 1
 # Rows read per query when catching up: bounded, so a long backlog never lands in memory at once.
@@ -26,60 +23,30 @@ READ_BATCH = 500
 
 @dataclass(frozen=True)
 class FeedScope:
-    """The users (and optionally the one task) whose events a viewer asked for and may see."""
+    """The users (and optionally the one task) whose events a viewer asked for, read as `access` allows."""
 
+    access: Access
     user_ids: frozenset[str]
     task_id: str | None = None
 
-    def admits(self, event: Event) -> bool:
-        return str(event.user_id) in self.user_ids and (
-            self.task_id is None or str(event.task_id) == self.task_id
-        )
 
-
-async def partnered_user_ids(viewer_ids: Collection[str]) -> dict[str, set[str]]:
-    """For each viewer, the users they actively partner for (one statement for any number of viewers)."""
-    partnered: dict[str, set[str]] = {viewer_id: set() for viewer_id in viewer_ids}
-    rows = await Partnership.filter(
-        partner_id__in=list(viewer_ids), status=PartnershipStatus.ACTIVE
-    ).values_list("partner_id", "user_id")
-    for partner_id, user_id in rows:
-        partnered[str(partner_id)].add(str(user_id))
-    return partnered
-
-
-async def feed_scope(
-    viewer: User, visible: Collection[str], user_id: str | None, task_id: str | None
-) -> FeedScope:
-    """Narrow the viewer's feed (`visible`: the viewer and whom they partner for) to a user and/or task.
+async def feed_scope(access: Access, user_id: str | None, task_id: str | None) -> FeedScope:
+    """Narrow the viewer's feed (their own and whom they partner for) to a user and/or task.
 
     NOT_FOUND for either one not visible (never leaks).
     """
+    visible = access.user_ids
     if user_id is not None:
         wanted = parse_id(user_id, "user")
         if wanted not in visible:
             raise NotFound("no such user among those you partner for")
-        visible = {wanted}
+        visible = frozenset({wanted})
     if task_id is None:
-        return FeedScope(user_ids=frozenset(visible))
-    task = await visible_task(viewer, task_id)
+        return FeedScope(access, user_ids=visible)
+    task = await require_visible_task(access, task_id)
     if str(task.owner_id) not in visible:
         raise NotFound("no such task")
-    return FeedScope(user_ids=frozenset({str(task.owner_id)}), task_id=str(task.id))
-
-
-async def watchers_of(user_ids: Collection[str]) -> dict[str, set[str]]:
-    """For each user, the partners actively watching them right now (the truth fan-out checks against)."""
-    watchers: dict[str, set[str]] = defaultdict(set)
-    if not user_ids:
-        return watchers
-    rows = await Partnership.filter(user_id__in=list(user_ids), status=PartnershipStatus.ACTIVE).values_list(
-        "user_id", "partner_id"
-    )
-    for user_id, partner_id in rows:
-        if partner_id is not None:
-            watchers[str(user_id)].add(str(partner_id))
-    return watchers
+    return FeedScope(access, user_ids=frozenset({str(task.owner_id)}), task_id=str(task.id))
 
 
 def parse_position(value: object, field: str) -> int:
@@ -95,19 +62,14 @@ def parse_position(value: object, field: str) -> int:
     return position
 
 
-def check_page_size(size: int, field: str) -> int:
-    if not 0 <= size <= MAX_PAGE:
-        raise BadInput(field, f"must be between 0 and {MAX_PAGE}")
-    return size
-
-
 def _with_related(query: QuerySet[Event]) -> QuerySet[Event]:
     # one joined read per batch: fan-out then serves every subscriber from memory
     return query.select_related("user", "task", "instance", "verification")
 
 
 def _scoped(scope: FeedScope) -> QuerySet[Event]:
-    query = Event.filter(position__not_isnull=True, user_id__in=sorted(scope.user_ids))
+    # partners read from the partnership's start, and nothing of a deleted task
+    query = Event.filter(scope.access.history_filter(scope.user_ids), position__not_isnull=True)
     if scope.task_id is not None:
         query = query.filter(task_id=scope.task_id)
     return query

@@ -19,19 +19,18 @@ from models import (
     RejectionReason,
     Task,
     TaskInstance,
-    TaskState,
     User,
     Verification,
     VerificationMethod,
     VerificationStatus,
 )
-from services.chain import ChainTiming, lock_task, move_fire_at, plan_next_instance
+from services.access import is_active_partner
+from services.chain import ChainTiming, lock_task, move_fire_at, plan_after_pending, settle_instance
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
-from services.tasks import is_active_partner
 from verification.errors import InvalidInput
 from verification.gps import GpsFix, GpsRule, judge_check_in, validate_point
 from verification.window import in_window
@@ -131,13 +130,14 @@ async def record_proof(
     async with write_transaction():
         task = await lock_task(str(target.task.id))
         if reason is None:
-            settled = await TaskInstance.filter(
-                id=target.instance.id,
-                status=InstanceStatus.PENDING,
+            # judged at arrival: settled only if it came inside the window
+            if await settle_instance(
+                target.instance.id,
+                InstanceStatus.VERIFIED,
+                arrival,
                 opens_at__lte=arrival,
                 closes_at__gte=arrival,
-            ).update(status=InstanceStatus.VERIFIED, settled_at=arrival, fire_at=None, link_for=None)
-            if settled:
+            ):
                 return await _record_verified(task, draft, arrival, timing, due)
             reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile (checked below)
         return await record_rejected(task, draft, reason, arrival)
@@ -156,9 +156,7 @@ async def _record_verified(
     await draft.save()
     await record_event(EventType.PROOF_SUBMITTED, task, instance, arrival, draft)
     await record_event(EventType.VERIFIED, task, instance, arrival, draft)
-    if task.state is TaskState.ACTIVE and task.deleted_at is None:
-        # the instance left PENDING: the same transaction plans the next one (one PENDING per task)
-        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing, due=due)
+    await plan_after_pending(task, instance, now=arrival, timing=timing, due=due)
     return draft
 
 

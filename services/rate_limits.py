@@ -70,7 +70,7 @@ class AttemptWindow:
     async def count(self, subject: str) -> None:
         """Count one attempt; RATE_LIMITED (with the seconds left) once the window's allowance is used."""
         try:
-            wait = await notices.client().eval(  # type: ignore[misc]
+            wait = await notices.client().eval(
                 _FIXED_WINDOW, 1, self.key(subject), self.attempts, self.window_seconds
             )
         except (RedisError, RuntimeError):
@@ -94,7 +94,7 @@ class LoginBackoff:
         this email at this address) must wait."""
         keys = (_key("known", email, address), _key("login", email), _key("login-at", email, address))
         try:
-            own, wait = await notices.client().eval(  # type: ignore[misc]
+            own, wait = await notices.client().eval(
                 _LOGIN_BACKOFF,
                 3,
                 *keys,

@@ -6,7 +6,6 @@ the review then runs beside the schedule until its deadline, where the chain app
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from models import (
@@ -17,19 +16,20 @@ from models import (
     RejectionReason,
     Task,
     TaskInstance,
-    TaskState,
     User,
     Verification,
     VerificationMethod,
     VerificationStatus,
 )
+from services.access import Access
 from services.chain import (
     ChainTiming,
     decided_event,
     decided_status,
     lock_task,
     move_fire_at,
-    plan_next_instance,
+    plan_after_pending,
+    settle_instance,
 )
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
@@ -46,10 +46,9 @@ from services.proofs import (
     window_reason,
 )
 from services.schedules import DueTimes
-from services.tasks import is_active_partner
+from services.task_drafts import DEFAULT_REVIEW_WINDOW_SECONDS
 
 MAX_NOTE = 2000
-DEFAULT_REVIEW_WINDOW_SECONDS = 86400
 
 
 def review_deadline(task: Task, due_at: datetime) -> datetime:
@@ -139,13 +138,18 @@ async def _open_review(
     draft.status = VerificationStatus.PENDING_REVIEW
     await draft.save()
     await record_event(EventType.REVIEW_REQUESTED, task, instance, arrival, draft)
-    if task.state is TaskState.ACTIVE and task.deleted_at is None:
-        await plan_next_instance(task, after=instance.due_at, now=arrival, timing=timing, due=due)
+    await plan_after_pending(task, instance, now=arrival, timing=timing, due=due)
     return draft
 
 
 async def decide_review(
-    viewer: User, verification_id: str, approve: bool, comment: str | None, *, arrival: datetime
+    viewer: User,
+    access: Access,
+    verification_id: str,
+    approve: bool,
+    comment: str | None,
+    *,
+    arrival: datetime,
 ) -> Verification:
     """An active partner of the owner approves or rejects; the first decision before the deadline wins."""
     comment = check_note(comment, "comment")
@@ -154,15 +158,15 @@ async def decide_review(
         raise NotFound("no such verification")
     if str(row.user_id) == str(viewer.id):
         raise Forbidden("a proof is reviewed by a partner, never by its owner")
-    if not await is_active_partner(str(viewer.id), str(row.user_id)):
+    if not access.partners(row.user_id):
         raise NotFound("no such verification")
     outcome = decided_status(row, approve)
     async with write_transaction():
         instance = await TaskInstance.get(id=row.instance_id)
         task = await lock_task(str(instance.task_id))
-        settled = await TaskInstance.filter(
-            id=instance.id, status=InstanceStatus.PENDING_REVIEW, review_deadline__gt=arrival
-        ).update(status=outcome, settled_at=arrival, fire_at=None, link_for=None)
+        settled = await settle_instance(
+            instance.id, outcome, arrival, expected=InstanceStatus.PENDING_REVIEW, review_deadline__gt=arrival
+        )
         if not settled:
             raise Conflict("this review is already decided, or its deadline has passed")
         decided = await Verification.filter(id=row.id, status=VerificationStatus.PENDING_REVIEW).update(
@@ -180,8 +184,9 @@ async def decide_review(
     return row
 
 
-async def review_queue(watched: Collection[str], first: int) -> list[Verification]:
-    """PENDING_REVIEW proofs of `watched` (the users the viewer actively partners for), oldest first."""
+async def review_queue(access: Access, first: int) -> list[Verification]:
+    """PENDING_REVIEW proofs of the users the viewer actively partners for, oldest first."""
+    watched = access.partnered_user_ids
     if not watched or first == 0:
         return []
     return await (

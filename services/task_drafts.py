@@ -9,6 +9,7 @@ from datetime import datetime
 from models import ReviewTimeoutPolicy, VerificationMethod
 from services.errors import BadInput
 from verification.errors import InvalidInput
+from verification.gps import validate_point
 from verification.recurrence import Schedule
 from verification.timezones import zone_of
 
@@ -27,6 +28,10 @@ class GpsRuleDraft:
     longitude: float
     radius_meters: float
     max_accuracy_meters: float
+
+
+# a PARTNER task's review window when none is given
+DEFAULT_REVIEW_WINDOW_SECONDS = 86400
 
 
 @dataclass(frozen=True)
@@ -98,12 +103,10 @@ def _finite(value: float, field: str) -> float:
 
 
 def check_gps_rule(rule: GpsRuleDraft) -> None:
-    lat = _finite(rule.latitude, "input.gps.center.latitude")
-    lon = _finite(rule.longitude, "input.gps.center.longitude")
-    if not -90 <= lat <= 90:
-        raise BadInput("input.gps.center.latitude", "must be between -90 and 90")
-    if not -180 <= lon <= 180:
-        raise BadInput("input.gps.center.longitude", "must be between -180 and 180")
+    try:
+        validate_point(rule.latitude, rule.longitude, "input.gps.center")
+    except InvalidInput as exc:
+        raise BadInput(exc.field, exc.message) from None
     if not 0 < _finite(rule.radius_meters, "input.gps.radiusMeters") <= MAX_RADIUS_METERS:
         raise BadInput(
             "input.gps.radiusMeters", f"must be greater than 0 and at most {MAX_RADIUS_METERS:.0f}"

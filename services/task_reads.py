@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from tortoise.functions import Count
@@ -30,23 +31,40 @@ async def open_instances(task_ids: Sequence[str]) -> dict[str, TaskInstance]:
     return best
 
 
-async def instance_counts(task_ids: Sequence[str]) -> dict[str, int]:
-    rows: list[tuple[Any, int]] = await (
-        TaskInstance.filter(task_id__in=list(task_ids))
-        .annotate(count=Count("id"))
-        .group_by("task_id")
-        .values_list("task_id", "count")
-    )  # type: ignore[assignment]
-    return {str(task_id): int(count) for task_id, count in rows}
+@dataclass(frozen=True)
+class InstanceCount:
+    """How many instances a task has that close at or after `closes_from` (None: all of them)."""
+
+    task_id: str
+    closes_from: datetime | None = None
+
+
+async def instance_counts(keys: Sequence[InstanceCount]) -> dict[InstanceCount, int]:
+    groups: dict[datetime | None, list[str]] = defaultdict(list)
+    for key in keys:
+        groups[key.closes_from].append(key.task_id)
+    counts: dict[InstanceCount, int] = {}
+    for closes_from, task_ids in groups.items():
+        query = TaskInstance.filter(task_id__in=task_ids)
+        if closes_from is not None:
+            query = query.filter(closes_at__gte=closes_from)
+        rows: list[tuple[Any, int]] = await (
+            query.annotate(count=Count("id")).group_by("task_id").values_list("task_id", "count")
+        )
+        for task_id, count in rows:
+            counts[InstanceCount(str(task_id), closes_from)] = int(count)
+    return counts
 
 
 @dataclass(frozen=True)
 class InstancePage:
-    """Newest first: `first` instances of one task below `before_seq` (None: from the newest)."""
+    """Newest first: `first` instances of one task below `before_seq` (None: from the newest), of those
+    closing at or after `closes_from` (a partner's view: services/access.py)."""
 
     task_id: str
     first: int
     before_seq: int | None
+    closes_from: datetime | None = None
 
 
 def _placeholders(sqlite: bool, start: int, count: int) -> list[str]:
@@ -59,19 +77,19 @@ async def instance_pages(pages: Sequence[InstancePage]) -> dict[InstancePage, li
     Pages asked with the same size and bound share one windowed statement (a page of tasks asks
     the same of every task, so that is one statement per request).
     """
-    groups: dict[tuple[int, int | None], list[InstancePage]] = defaultdict(list)
+    groups: dict[tuple[int, int | None, datetime | None], list[InstancePage]] = defaultdict(list)
     for page in pages:
-        groups[(page.first, page.before_seq)].append(page)
+        groups[(page.first, page.before_seq, page.closes_from)].append(page)
     found: dict[InstancePage, list[TaskInstance]] = {}
-    for (first, before_seq), members in groups.items():
-        rows = await _windowed_rows([p.task_id for p in members], first + 1, before_seq)
+    for (first, before_seq, closes_from), members in groups.items():
+        rows = await _windowed_rows([p.task_id for p in members], first + 1, before_seq, closes_from)
         for page in members:
             found[page] = rows.get(page.task_id, [])
     return found
 
 
 async def _windowed_rows(
-    task_ids: list[str], limit: int, before_seq: int | None
+    task_ids: list[str], limit: int, before_seq: int | None, closes_from: datetime | None
 ) -> dict[str, list[TaskInstance]]:
     sqlite = is_sqlite()
     columns = ", ".join(f'"{c}"' for c in sorted(TaskInstance._meta.db_fields))
@@ -83,6 +101,10 @@ async def _windowed_rows(
         (before_at,) = _placeholders(sqlite, len(task_ids) + 2, 1)
         bound = f" AND seq < {before_at}"
         values.append(before_seq)
+    if closes_from is not None:
+        (from_at,) = _placeholders(sqlite, len(values) + 1, 1)
+        bound += f" AND closes_at >= {from_at}"
+        values.append(closes_from)
     sql = (
         f"SELECT {columns} FROM (SELECT {columns}, ROW_NUMBER() OVER"
         f" (PARTITION BY task_id ORDER BY seq DESC) AS page_row FROM task_instances"

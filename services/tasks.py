@@ -6,20 +6,20 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from models import (
-    Partnership,
-    PartnershipStatus,
     ReviewTimeoutPolicy,
     Task,
     TaskState,
     User,
     VerificationMethod,
 )
+from services.access import is_active_partner
 from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
 from services.db import db_now, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.ids import parse_id
 from services.schedules import DueTimes, check_schedule, next_due_after, prefetch_due_times, schedule_of
 from services.task_drafts import (
+    DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
     SchedulePatch,
     TaskDraft,
@@ -47,7 +47,7 @@ async def create_task(
     due = await prefetch_due_times(draft.schedule, _before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
-        partner = PartnerRuleDraft(review_window_seconds=86400, on_timeout=ReviewTimeoutPolicy.REJECT)
+        partner = PartnerRuleDraft(DEFAULT_REVIEW_WINDOW_SECONDS, on_timeout=ReviewTimeoutPolicy.REJECT)
     async with write_transaction():
         # serializes this owner's creates, so two at once cannot both pass the quota
         await User.filter(id=owner.id).select_for_update().first()
@@ -90,20 +90,6 @@ def whole_seconds(schedule: Schedule) -> Schedule:
 def _before(at: datetime) -> datetime:
     """Just before `at`, so an occurrence exactly at `at` still counts as upcoming."""
     return at - timedelta(microseconds=1)
-
-
-async def is_active_partner(partner_id: str, user_id: str) -> bool:
-    return await Partnership.exists(user_id=user_id, partner_id=partner_id, status=PartnershipStatus.ACTIVE)
-
-
-async def visible_task(viewer: User, task_id: str) -> Task:
-    """A task its owner or an ACTIVE partner of the owner may see; NOT_FOUND for everyone else."""
-    task = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
-    if task is None:
-        raise NotFound("no such task")
-    if task.owner_id != viewer.id and not await is_active_partner(str(viewer.id), str(task.owner_id)):
-        raise NotFound("no such task")
-    return task
 
 
 async def _owned_task_locked(owner: User, task_id: str) -> Task:

@@ -66,13 +66,13 @@ class Mailbox:
 def text_of(message: EmailMessage) -> str:
     part = message.get_body(preferencelist=("plain",))
     assert part is not None
-    return str(part.get_content())  # type: ignore[attr-defined]
+    return str(part.get_content())
 
 
 def html_of(message: EmailMessage) -> str:
     part = message.get_body(preferencelist=("html",))
     assert part is not None
-    return str(part.get_content())  # type: ignore[attr-defined]
+    return str(part.get_content())
 
 
 def mailed_token(message: EmailMessage) -> str:

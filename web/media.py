@@ -1,9 +1,9 @@
 """GET /media/{verification_id}: a proof's metadata-free copy or thumbnail, for its owner and active partners.
 
 Access is decided at request time from a signed link (`viewer`, `session`, `exp`, `sig`; the token it was
-issued to must still be live) or a bearer header: the
-viewer must still be the owner or an ACTIVE partner. Everyone else, and every bad or expired
-signature, gets the same 404, so a link never tells whether the proof exists.
+issued to must still be live) or a bearer header: the viewer must still be the owner, or an ACTIVE
+partner that services/access.py lets see the proof. Everyone else, and every bad or expired signature,
+gets the same 404, so a link never tells whether the proof exists.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 
 from models import Verification
+from services.access import access_for
 from services.accounts import authenticate, bearer_token, token_is_live
 from services.errors import Unauthenticated
 from services.ids import is_uuid
 from services.media_links import link_is_valid
-from services.tasks import is_active_partner
 from settings import Settings
 from storage.blobs import BlobStore
 
@@ -66,10 +66,16 @@ def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response
         if kind not in KINDS or not is_uuid(verification_id):
             return _not_found()
         viewer_id = await _viewer_id(request, settings, verification_id, kind)
-        row = await Verification.get_or_none(id=verification_id) if viewer_id else None
+        row = (
+            await Verification.filter(id=verification_id).select_related("instance__task").first()
+            if viewer_id
+            else None
+        )
         if viewer_id is None or row is None:
             return _not_found()
-        if viewer_id != str(row.user_id) and not await is_active_partner(viewer_id, str(row.user_id)):
+        access = await access_for(viewer_id)
+        # the owner keeps their own media; a partner sees only what services/access.py lets them
+        if not (access.owns(row.user_id) or access.sees_instance(row.instance, row.instance.task)):
             return _not_found()
         digest, mime = (
             (row.media_digest, row.media_mime) if kind == "media" else (row.thumbnail_digest, THUMBNAIL_MIME)

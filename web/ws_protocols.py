@@ -157,7 +157,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 context_value=self.context,
                 root_value=self.root_value,
             )
-            self.subscriptions[operation_id] = result_source  # type: ignore[assignment]
+            self.subscriptions[operation_id] = result_source
             first = True
             async for result in result_source:
                 if first and isinstance(result, PreExecutionError) and result.errors:

@@ -10,7 +10,9 @@ from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
 from schema.types.pagination import PageInfo, encode_cursor
-from services.task_reads import InstancePage
+from schema.types.task import Task, local
+from schema.types.verification import Verification
+from services.task_reads import InstanceCount, InstancePage
 
 
 @strawberry.type
@@ -99,17 +101,13 @@ class TaskInstanceConnection:
     async def page_info(self, info: Info) -> PageInfo:
         rows = await self._rows(info)
         page = rows[: self.page.first]
-        return PageInfo(
+        return PageInfo.of(
+            [encode_cursor(row.seq) for row in page],
             has_next_page=len(rows) > self.page.first,
             has_previous_page=self.page.before_seq is not None,
-            start_cursor=encode_cursor(page[0].seq) if page else None,
-            end_cursor=encode_cursor(page[-1].seq) if page else None,
         )
 
     @strawberry.field  # counted only when selected
     async def total_count(self, info: Info) -> int:
-        return await info.context.loaders.instance_count.load(self.page.task_id)
-
-
-from schema.types.task import Task, local  # noqa: E402  (the two types refer to each other)
-from schema.types.verification import Verification  # noqa: E402
+        key = InstanceCount(self.page.task_id, self.page.closes_from)
+        return await info.context.loaders.instance_count.load(key)

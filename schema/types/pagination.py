@@ -7,8 +7,7 @@ import base64
 import strawberry
 
 from services.errors import BadInput
-
-MAX_PAGE = 100
+from services.paging import check_page_size
 
 
 @strawberry.type
@@ -18,11 +17,19 @@ class PageInfo:
     start_cursor: str | None
     end_cursor: str | None
 
+    @staticmethod
+    def of(cursors: list[str], *, has_next_page: bool, has_previous_page: bool) -> PageInfo:
+        """A page's info from its edges' cursors, in order: the one builder of every connection."""
+        return PageInfo(
+            has_next_page=has_next_page,
+            has_previous_page=has_previous_page,
+            start_cursor=cursors[0] if cursors else None,
+            end_cursor=cursors[-1] if cursors else None,
+        )
+
 
 def check_first(first: int, field: str = "first") -> int:
-    if not 0 <= first <= MAX_PAGE:
-        raise BadInput(field, f"must be between 0 and {MAX_PAGE}")
-    return first
+    return check_page_size(first, field)
 
 
 def encode_cursor(*parts: object) -> str:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo
 
 import strawberry
@@ -15,6 +16,10 @@ from services.errors import BadInput
 from services.progress import Scope, ScopeKind
 from services.schedules import recurrence_budget, upcoming
 from services.task_reads import InstancePage
+
+if TYPE_CHECKING:
+    from schema.types.instance import TaskInstance, TaskInstanceConnection
+    from schema.types.progress import Progress
 
 
 def local(task: TaskRow, at: datetime) -> datetime:
@@ -120,19 +125,31 @@ class Task:
         return self.row.state
 
     @strawberry.field(description="the unsettled instance the chain fires next")
-    async def current_instance(self, info: Info) -> TaskInstance | None:
+    async def current_instance(
+        self, info: Info
+    ) -> Annotated[TaskInstance, strawberry.lazy("schema.types.instance")] | None:
+        from schema.types.instance import TaskInstance  # instance.py imports this module
+
         row = await info.context.loaders.open_instance.load(str(self.row.id))
         return TaskInstance(row=row, task_row=self.row) if row else None
 
     @strawberry.field(description="newest first; first <= 100")
-    def instances(self, first: int | None = 20, after: str | None = None) -> TaskInstanceConnection:
+    async def instances(
+        self, info: Info, first: int | None = 20, after: str | None = None
+    ) -> Annotated[TaskInstanceConnection, strawberry.lazy("schema.types.instance")]:
+        from schema.types.instance import TaskInstanceConnection  # instance.py imports this module
+
         before_seq = None
         if after is not None:
             (seq,) = decode_cursor(after, 1)
             if not (seq.isascii() and seq.isdigit()) or len(seq) > 18:
                 raise BadInput("after", "is not a cursor this API issued")
             before_seq = int(seq)
-        page = InstancePage(str(self.row.id), check_first(20 if first is None else first), before_seq)
+        # a partner reads the history from the partnership's start
+        closes_from = (await info.context.access()).history_start(self.row.owner_id)
+        page = InstancePage(
+            str(self.row.id), check_first(20 if first is None else first), before_seq, closes_from
+        )
         return TaskInstanceConnection(task_row=self.row, page=page)
 
     @strawberry.field(description="the next due times the schedule will produce, in order")
@@ -151,7 +168,9 @@ class Task:
         return await info.context.loaders.streak.load(str(self.row.id))
 
     @strawberry.field(description="completion rates, streaks and a calendar of this task's instances")
-    def progress(self) -> Progress:
+    def progress(self) -> Annotated[Progress, strawberry.lazy("schema.types.progress")]:
+        from schema.types.progress import Progress  # it reaches this type through its instances
+
         return Progress(scope=Scope(ScopeKind.TASK, str(self.row.id)))
 
     @strawberry.field
@@ -174,10 +193,3 @@ class TaskConnection:
     @strawberry.field  # counted only when selected
     async def total_count(self) -> int:
         return await self.count()
-
-
-from schema.types.instance import (  # noqa: E402  (the two types refer to each other)
-    TaskInstance,
-    TaskInstanceConnection,
-)
-from schema.types.progress import Progress  # noqa: E402  (it reaches tasks through instances)

@@ -18,11 +18,12 @@ class User:
     def display_name(self) -> str:
         return self.row.display_name
 
-    @strawberry.field
-    def timezone(self) -> str:
-        return self.row.timezone
+    @strawberry.field(description="only on yourself: empty for anyone else (a task has its own timezone)")
+    async def timezone(self, info: Info) -> str:
+        return self.row.timezone if await self._is_self(info) else ""
 
     async def _is_self(self, info: Info) -> bool:
+        # another user (a partner, a co-partner through `reviewer`) shows an id and a display name only
         session = await info.context.session_or_none()
         return session is not None and str(session.user.id) == str(self.row.id)
 

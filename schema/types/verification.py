@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
@@ -12,6 +13,9 @@ from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
 from services.media_links import media_url
 
+if TYPE_CHECKING:
+    from schema.types.instance import TaskInstance
+
 
 @strawberry.type
 class Verification:
@@ -21,15 +25,14 @@ class Verification:
     async def _is_owner(self, info: Info) -> bool:
         return (await info.context.viewer()).id == self.row.user_id
 
-    async def _may_see_media(self, info: Info) -> bool:
-        return str(self.row.user_id) in await info.context.visible_user_ids()
-
     @strawberry.field
     def id(self) -> strawberry.ID:
         return strawberry.ID(str(self.row.id))
 
     @strawberry.field
-    async def instance(self, info: Info) -> TaskInstance:
+    async def instance(self, info: Info) -> Annotated[TaskInstance, strawberry.lazy("schema.types.instance")]:
+        from schema.types.instance import TaskInstance  # instance.py imports this module
+
         row = self.instance_row or await info.context.loaders.instance.load(str(self.row.instance_id))
         if row is None:
             raise LookupError(f"instance {self.row.instance_id} vanished")
@@ -66,7 +69,7 @@ class Verification:
         return self.row.distance_meters
 
     async def _media_link(self, info: Info, kind: str, digest: str | None) -> str | None:
-        if digest is None or not await self._may_see_media(info):
+        if digest is None or not (await info.context.access()).sees_user(self.row.user_id):
             return None
         session = await info.context.authenticate()
         settings = info.context.settings
@@ -101,6 +104,3 @@ class Verification:
     @strawberry.field(description="on an appeal's review: the status the instance keeps if the appeal fails")
     def appeal_of(self) -> InstanceStatus | None:
         return self.row.appeal_of
-
-
-from schema.types.instance import TaskInstance  # noqa: E402  (the types refer to each other)

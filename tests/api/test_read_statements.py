@@ -60,8 +60,7 @@ def counting_server(service_env: dict[str, str]) -> Iterator[ServerProcess]:
 
 @pytest.fixture
 async def counting_api(counting_server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox) -> ApiClient:
-    """A client of the counting API; the run's worker delivers its verification mail to `mailbox`."""
-    return ApiClient(counting_server.url, mailbox)
+    return ApiClient(counting_server.url, mailbox)  # the worker mails partners' verification links
 
 
 async def counted(url: str, document: str, token: str, **variables: Any) -> tuple[dict[str, Any], int]:

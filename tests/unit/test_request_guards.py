@@ -44,7 +44,7 @@ def cost(document: str, variables: dict[str, object] | None = None) -> int:
     parsed = parse(document)
     operation = next(d for d in parsed.definitions if isinstance(d, OperationDefinitionNode))
     fragments = {d.name.value: d for d in parsed.definitions if isinstance(d, FragmentDefinitionNode)}
-    return QueryCost(schema._schema, fragments, variables or {}, operation).of_operation(operation)  # type: ignore[arg-type]
+    return QueryCost(schema._schema, fragments, variables or {}, operation).of_operation(operation)
 
 
 def test_cost_multiplies_sizes_through_nesting() -> None:
