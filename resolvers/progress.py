@@ -5,7 +5,6 @@ import strawberry
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.progress import Progress
-from services.access import is_active_partner
 from services.errors import NotFound
 from services.ids import is_uuid
 from services.progress import Scope, ScopeKind
@@ -18,9 +17,10 @@ class ProgressQueries:
         description="yours (no userId), or of a user you partner for: over their tasks that are not deleted",
     )
     async def progress(self, info: Info, user_id: strawberry.ID | None = None) -> Progress:
-        viewer_id = str((await info.context.viewer()).id)
-        if user_id is None or str(user_id) == viewer_id:
-            return Progress(scope=Scope(ScopeKind.USER, viewer_id))
-        if not is_uuid(user_id) or not await is_active_partner(viewer_id, str(user_id)):
+        access = await info.context.access()
+        if user_id is None or access.owns(user_id):
+            return Progress(scope=Scope(ScopeKind.USER, access.viewer_id))
+        if not is_uuid(user_id) or not access.partners(user_id):
             raise NotFound("no such user among those you partner for")
-        return Progress(scope=Scope(ScopeKind.USER, str(user_id)))
+        # a partner reads the user's history from the partnership's start, as everywhere (services/access.py)
+        return Progress(scope=Scope(ScopeKind.USER, str(user_id), since=access.history_start(user_id)))

@@ -42,10 +42,12 @@ class ScopeKind(StrEnum):
 
 @dataclass(frozen=True)
 class Scope:
-    """Whose instances: one task's, or every not-deleted task of one owner."""
+    """Whose instances: one task's, or every not-deleted task of one owner; for a partner, only those still
+    open when the partnership began (`since`, services/access.py's history start; None: all of them)."""
 
     kind: ScopeKind
     id: str
+    since: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -108,18 +110,25 @@ def _key_column(kind: ScopeKind) -> str:
 T = TypeVar("T")
 
 
-def _by_kind(items: Sequence[T], scope_of: Any) -> dict[ScopeKind, list[T]]:
-    grouped: dict[ScopeKind, list[T]] = defaultdict(list)
+def _by_kind(items: Sequence[T], scope_of: Any) -> dict[tuple[ScopeKind, datetime | None], list[T]]:
+    """Items whose scopes share a kind and a history start: one statement each (a page has one owner)."""
+    grouped: dict[tuple[ScopeKind, datetime | None], list[T]] = defaultdict(list)
     for item in items:
-        grouped[scope_of(item).kind].append(item)
+        scope = scope_of(item)
+        grouped[(scope.kind, scope.since)].append(item)
     return grouped
 
 
+def _history_from(mark: str | None) -> str:
+    return f" AND i.closes_at >= {mark}" if mark is not None else ""
+
+
 @lru_cache(maxsize=256)
-def _completion_sql(sqlite: bool, kind: ScopeKind, ids: int, windows: int) -> str:
+def _completion_sql(sqlite: bool, kind: ScopeKind, ids: int, windows: int, bounded: bool) -> str:
     key = _key_column(kind)
     id_marks = _marks(sqlite, 1, ids)
     since = _marks(sqlite, ids + 1, windows)
+    start = _marks(sqlite, ids + windows + 1, 1)[0] if bounded else None
     verified = InstanceStatus.VERIFIED.value
     sums = ", ".join(
         f"SUM(CASE WHEN i.due_at >= {mark} THEN 1 ELSE 0 END) AS s{n},"
@@ -129,7 +138,8 @@ def _completion_sql(sqlite: bool, kind: ScopeKind, ids: int, windows: int) -> st
     return (
         f"SELECT {key} AS scope_key, {sums} FROM task_instances i JOIN tasks t ON t.id = i.task_id"
         f" WHERE {key} IN ({', '.join(id_marks)}) AND t.deleted_at IS NULL"
-        f" AND i.status IN ({_statuses(SETTLED)}) AND i.due_at >= {since[-1]} GROUP BY {key}"
+        f" AND i.status IN ({_statuses(SETTLED)}) AND i.due_at >= {since[-1]}{_history_from(start)}"
+        f" GROUP BY {key}"
     )
 
 
@@ -137,13 +147,15 @@ async def completions(asks: Sequence[tuple[Scope, datetime]]) -> dict[tuple[Scop
     """Completed and settled instances due since each ask's instant (early proofs of later ones count too)."""
     found: dict[tuple[Scope, datetime], Completion] = {}
     sqlite = is_sqlite()
-    for kind, members in _by_kind(asks, lambda ask: ask[0]).items():
+    for (kind, start), members in _by_kind(asks, lambda ask: ask[0]).items():
         ids = sorted({scope.id for scope, _ in members})
         windows = sorted(
             {since for _, since in members}, reverse=True
         )  # the earliest last: it bounds the scan
+        bounded = start is not None
         rows = await connection().execute_query_dict(
-            _completion_sql(sqlite, kind, len(ids), len(windows)), [*ids, *windows]
+            _completion_sql(sqlite, kind, len(ids), len(windows), bounded),
+            [*ids, *windows, *([start] if bounded else [])],
         )
         by_key = {str(row["scope_key"]): row for row in rows}
         for scope, since in members:
@@ -158,8 +170,9 @@ async def completions(asks: Sequence[tuple[Scope, datetime]]) -> dict[tuple[Scop
 
 
 @lru_cache(maxsize=256)
-def _streaks_sql(sqlite: bool, kind: ScopeKind, ids: int) -> str:
+def _streaks_sql(sqlite: bool, kind: ScopeKind, ids: int, bounded: bool) -> str:
     key = _key_column(kind)
+    start = _marks(sqlite, ids + 1, 1)[0] if bounded else None
     order = "i.seq" if kind is ScopeKind.TASK else "i.due_at, i.task_id, i.seq"
     verified = InstanceStatus.VERIFIED.value
     # each break starts a new group; a group's VERIFIED rows are one run
@@ -170,7 +183,7 @@ def _streaks_sql(sqlite: bool, kind: ScopeKind, ids: int) -> str:
         f" OVER (PARTITION BY {key} ORDER BY {order} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS grp"
         " FROM task_instances i JOIN tasks t ON t.id = i.task_id"
         f" WHERE {key} IN ({', '.join(_marks(sqlite, 1, ids))}) AND t.deleted_at IS NULL"
-        f" AND i.status IN ({_statuses(SETTLED)})),"
+        f" AND i.status IN ({_statuses(SETTLED)}){_history_from(start)}),"
         " runs AS (SELECT scope_key, grp,"
         f" SUM(CASE WHEN status = '{verified}' THEN 1 ELSE 0 END) AS run"
         " FROM marked GROUP BY scope_key, grp),"
@@ -185,9 +198,12 @@ async def streaks(scopes: Sequence[Scope]) -> dict[Scope, Streaks]:
     """Current streak (VERIFIED in a row up to the latest settled instance) and the best one ever."""
     found: dict[Scope, Streaks] = {}
     sqlite = is_sqlite()
-    for kind, members in _by_kind(scopes, lambda scope: scope).items():
+    for (kind, start), members in _by_kind(scopes, lambda scope: scope).items():
         ids = sorted({scope.id for scope in members})
-        rows = await connection().execute_query_dict(_streaks_sql(sqlite, kind, len(ids)), ids)
+        bounded = start is not None
+        rows = await connection().execute_query_dict(
+            _streaks_sql(sqlite, kind, len(ids), bounded), [*ids, *([start] if bounded else [])]
+        )
         by_key = {str(row["scope_key"]): row for row in rows}
         for scope in members:
             row = by_key.get(scope.id)
@@ -198,18 +214,19 @@ async def streaks(scopes: Sequence[Scope]) -> dict[Scope, Streaks]:
 
 
 @lru_cache(maxsize=256)
-def _calendar_sql(sqlite: bool, kind: ScopeKind, ids: int) -> str:
+def _calendar_sql(sqlite: bool, kind: ScopeKind, ids: int, bounded: bool) -> str:
     key = _key_column(kind)
     columns = sorted(TaskInstance._meta.db_fields)
     inner = ", ".join(f'i."{c}" AS "{c}"' for c in columns)
     outer = ", ".join(f'"{c}"' for c in columns)
     lo, hi, cap = _marks(sqlite, ids + 1, 3)
+    start = _marks(sqlite, ids + 4, 1)[0] if bounded else None
     return (
         f"SELECT {outer}, tz, scope_key FROM (SELECT {inner}, t.timezone AS tz, {key} AS scope_key,"
         f" ROW_NUMBER() OVER (PARTITION BY {key} ORDER BY i.due_at, i.id) AS day_row"
         " FROM task_instances i JOIN tasks t ON t.id = i.task_id"
         f" WHERE {key} IN ({', '.join(_marks(sqlite, 1, ids))}) AND t.deleted_at IS NULL"
-        f" AND i.due_at >= {lo} AND i.due_at < {hi}) AS ranged WHERE day_row <= {cap}"
+        f" AND i.due_at >= {lo} AND i.due_at < {hi}{_history_from(start)}) AS ranged WHERE day_row <= {cap}"
         " ORDER BY scope_key, due_at, id"
     )
 
@@ -224,18 +241,21 @@ async def calendars(asks: Sequence[CalendarAsk]) -> dict[CalendarAsk, list[Dated
     Asks of one kind and range share one statement; a scope with more than MAX_CALENDAR_INSTANCES in
     the range gets BadInput instead (ask a shorter range).
     """
-    groups: dict[tuple[ScopeKind, date, date], list[CalendarAsk]] = defaultdict(list)
+    groups: dict[tuple[ScopeKind, date, date, datetime | None], list[CalendarAsk]] = defaultdict(list)
     for ask in asks:
-        groups[(ask.scope.kind, ask.first, ask.last)].append(ask)
+        groups[(ask.scope.kind, ask.first, ask.last, ask.scope.since)].append(ask)
     sqlite = is_sqlite()
     found: dict[CalendarAsk, list[DatedInstance] | BadInput] = {}
-    for (kind, first, last), members in groups.items():
+    for (kind, first, last, start), members in groups.items():
         ids = sorted({ask.scope.id for ask in members})
         bounds = [_midnight(first) - _ZONE_MARGIN, _midnight(last) + timedelta(days=1) + _ZONE_MARGIN]
-        values: list[Any] = [*ids, *bounds, MAX_CALENDAR_INSTANCES + 1]
+        bounded = start is not None
+        values: list[Any] = [*ids, *bounds, MAX_CALENDAR_INSTANCES + 1, *([start] if bounded else [])]
         grouped: dict[str, list[DatedInstance]] = defaultdict(list)
         counted: dict[str, int] = defaultdict(int)
-        for row in await connection().execute_query_dict(_calendar_sql(sqlite, kind, len(ids)), values):
+        for row in await connection().execute_query_dict(
+            _calendar_sql(sqlite, kind, len(ids), bounded), values
+        ):
             scope_key, zone = str(row.pop("scope_key")), ZoneInfo(row.pop("tz"))
             counted[scope_key] += 1
             instance = TaskInstance._init_from_db(**row)

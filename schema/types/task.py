@@ -168,10 +168,12 @@ class Task:
         return await info.context.loaders.streak.load(str(self.row.id))
 
     @strawberry.field(description="completion rates, streaks and a calendar of this task's instances")
-    def progress(self) -> Annotated[Progress, strawberry.lazy("schema.types.progress")]:
+    async def progress(self, info: Info) -> Annotated[Progress, strawberry.lazy("schema.types.progress")]:
         from schema.types.progress import Progress  # it reaches this type through its instances
 
-        return Progress(scope=Scope(ScopeKind.TASK, str(self.row.id)))
+        # a partner reads it from the partnership's start, as the rest of the history (services/access.py)
+        since = (await info.context.access()).history_start(self.row.owner_id)
+        return Progress(scope=Scope(ScopeKind.TASK, str(self.row.id), since=since))
 
     @strawberry.field
     def created_at(self) -> datetime:

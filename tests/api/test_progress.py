@@ -79,6 +79,17 @@ async def write_history(
     return rows
 
 
+async def start_partnerships_at(database_url: str, owner_id: str, at: datetime) -> None:
+    """Move the start of the owner's partnerships back, as if the partners had watched since `at`."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute(
+            "UPDATE partnerships SET responded_at = $1 WHERE user_id = $2", at, uuid.UUID(owner_id)
+        )
+    finally:
+        await conn.close()
+
+
 def expected_calendar(rows: list[Written], first: date, last: date) -> list[dict[str, Any]]:
     by_day: dict[date, list[Written]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: (r.due, r.id)):  # the API's order: due time, then id
@@ -132,6 +143,14 @@ async def test_owner_and_partner_read_the_figures_of_a_known_history(
     today = datetime.now(UTC).date()
     first, last = today - timedelta(days=11), today + timedelta(days=1)
     span = {"from": first.isoformat(), "to": last.isoformat()}
+
+    # the partnership began just now: of the history, a partner reads only what was still open then
+    fresh = (await api.execute(USER_PROGRESS, {"u": owner_id, **span}, token=partner))["progress"]
+    assert (fresh["r90"], fresh["currentStreak"], fresh["bestStreak"]) == (None, 0, 0)
+    assert {i["id"] for day in fresh["calendar"] for i in day["instances"]} == {open_a, open_b}
+    fresh_task = (await api.execute(TASK_PROGRESS, {"id": task_a, **span}, token=partner))["task"]
+    assert (fresh_task["progress"]["r90"], fresh_task["progress"]["bestStreak"]) == (None, 0)
+    await start_partnerships_at(database_url, owner_id, datetime.now(UTC) - timedelta(days=100))
 
     for token in (owner, partner):
         task = (await api.execute(TASK_PROGRESS, {"id": task_a, **span}, token=token))["task"]
