@@ -105,6 +105,12 @@ class Hub:
     def subscriptions_of(self, viewer_id: str) -> int:
         return len(self._by_viewer.get(viewer_id, ()))
 
+    def subscription_refusal(self, viewer_id: str, limit: int) -> str | None:
+        """Why one more subscription of `viewer_id` is refused (PROOFLOOP_MAX_SUBSCRIPTIONS_PER_USER)."""
+        if self.subscriptions_of(viewer_id) < limit:
+            return None
+        return f"at most {limit} open subscriptions per user: close one first"
+
     def remove(self, subscriber: Subscriber) -> None:
         subscribers = self._by_viewer.get(subscriber.viewer_id)
         if subscribers is not None and subscriber in subscribers:

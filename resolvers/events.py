@@ -88,8 +88,8 @@ class EventSubscriptions:
         session = await info.context.authenticate()
         limit = info.context.settings.max_subscriptions_per_user
         hub = current_hub()
-        if hub.subscriptions_of(str(session.user.id)) >= limit:  # before any database work
-            raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
+        if refusal := hub.subscription_refusal(str(session.user.id), limit):  # before any database work
+            raise RateLimited(refusal)
         last_sent = None if after is None else feeds.parse_position(after, "after")
         scope = await feeds.feed_scope(
             await info.context.access(), _optional_id(user_id), _optional_id(task_id)
@@ -100,7 +100,7 @@ class EventSubscriptions:
         )
         # registered before reading the table, so whatever commits from now on is queued for us
         if not hub.add(subscriber, max_per_viewer=limit):
-            raise RateLimited(f"at most {limit} open subscriptions per user: close one first")
+            raise RateLimited(hub.subscription_refusal(subscriber.viewer_id, limit) or "subscription quota")
         try:
             if last_sent is None:
                 # live only: what the hub fans out from now on is newer than what it has read

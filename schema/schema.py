@@ -24,7 +24,6 @@ from schema.scalars import SCALAR_OVERRIDES
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30
-PARSED_DOCUMENTS = 256
 
 
 @strawberry.type
@@ -51,7 +50,7 @@ schema = ProofloopSchema(
     config=StrawberryConfig(auto_camel_case=True),
     extensions=[
         # thousands of subscriptions send the same few documents: one parse, one shared AST each
-        lambda: SharedParses(maxsize=PARSED_DOCUMENTS),
+        SharedParses,
         OperationMetrics,
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),

@@ -19,7 +19,9 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, OperationMessage
 from strawberry.types.execution import PreExecutionError
 
+from realtime.hub import running_hub
 from schema.context import Context
+from schema.parse_cache import is_subscription
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
 
 log = logging.getLogger("proofloop.graphql")
@@ -89,6 +91,21 @@ def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
     return {"message": refused.message, "extensions": {"code": refused.code}}
 
 
+def _over_quota(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | None:
+    """A subscription past its user's quota, refused before it is validated or run: a flood of them must
+    not cost a whole operation each (the resolver checks again, for the race between two sockets)."""
+    context: Context = handler.context
+    hub = running_hub()
+    if context.session is None or hub is None:
+        return None
+    limit = context.settings.max_subscriptions_per_user
+    refusal = hub.subscription_refusal(str(context.session.user.id), limit)
+    if refusal is None or not is_subscription(payload.get("query"), payload.get("operationName")):
+        return None
+    log.info("client error RATE_LIMITED %s", {"operation": "subscription quota"})
+    return {"message": refusal, "extensions": {"code": "RATE_LIMITED"}}
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     async def handle_invalid_message(self, error_message: str) -> None:
         log.info("client error: malformed websocket frame (%s)", error_message)
@@ -106,6 +123,9 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 await self.send_message(
                     {"id": message["id"], "type": "error", "payload": [_refusal(refused)]}
                 )
+                return
+            if over := _over_quota(self, message["payload"]):
+                await self.send_message({"id": message["id"], "type": "error", "payload": [over]})
                 return
         await super().handle_message(message)
 
@@ -138,6 +158,9 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             except DocumentRefused as refused:
                 error = ErrorMessage(type="error", id=message["id"], payload=_refusal(refused))
                 await self.send_message(error)
+                return
+            if over := _over_quota(self, message["payload"]):
+                await self.send_message(ErrorMessage(type="error", id=message["id"], payload=over))
                 return
         await super().handle_message(message)
 

@@ -154,6 +154,33 @@ async def test_open_subscriptions_per_user(small_quotas: ServerProcess, quota_ap
         await second.close()
 
 
+async def test_a_subscription_over_quota_is_refused_before_it_is_validated(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    token, _ = await quota_api.register()
+    full, other = await open_socket(small_quotas, token), await open_socket(small_quotas, token)
+    try:
+        await acked(full)
+        await acked(other)
+        for operation_id in ("a", "b", "c"):
+            await subscribe(full, operation_id)
+        await asyncio.sleep(0.5)  # the three are registered
+        invalid = {"query": "subscription { verificationEvents { nope } }"}
+        await other.send(json.dumps({"id": "x", "type": "subscribe", "payload": invalid}))
+        refused = json.loads(await asyncio.wait_for(other.recv(), 10))
+        # refused by the quota, not by validation: the flood never costs a whole operation each
+        assert refused["type"] == "error" and refused["id"] == "x"
+        assert refused["payload"][0]["extensions"]["code"] == "RATE_LIMITED"
+        assert "at most 3 open subscriptions" in refused["payload"][0]["message"]
+        # a query on the same socket is no subscription: it still runs
+        await other.send(json.dumps({"id": "q", "type": "subscribe", "payload": {"query": "{ me { id } }"}}))
+        answer = json.loads(await asyncio.wait_for(other.recv(), 10))
+        assert answer["type"] == "next" and answer["payload"]["data"]["me"]["id"]
+    finally:
+        await full.close()
+        await other.close()
+
+
 async def test_healthz_answers_while_one_user_attacks(
     small_quotas: ServerProcess, quota_api: ApiClient
 ) -> None:
