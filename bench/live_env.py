@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import asyncpg
 import psutil
 import redis
 
-from tests.harness import free_port
+from tests.harness import free_port, run_cli
 
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
@@ -79,3 +80,22 @@ def api_redis_connections(api_pid: int, redis_port: int) -> tuple[int, int]:
         if int(c["addr"].rsplit(":", 1)[1]) in local_ports
     ]
     return len(clients), sum(1 for c in clients if int(c.get("sub", 0)) or int(c.get("psub", 0)))
+
+
+@contextlib.contextmanager
+def live_env(overrides: dict[str, str] | None = None) -> Iterator[tuple[dict[str, str], int]]:
+    """A migrated private database, a private redis-server and a data dir: (the processes' env, Redis port)."""
+    with (
+        private_database() as database_url,
+        private_redis() as redis_port,
+        tempfile.TemporaryDirectory() as data,
+    ):
+        env = {
+            "PROOFLOOP_DATABASE_URL": database_url,
+            "PROOFLOOP_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+            "PROOFLOOP_DATA_DIR": data,
+            "PROOFLOOP_SECRET_KEY": "bench-secret",
+            **(overrides or {}),
+        }
+        run_cli(["migrate"], env)
+        yield env, redis_port

@@ -19,7 +19,6 @@ import contextlib
 import json
 import math
 import resource
-import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
@@ -28,10 +27,10 @@ import psutil
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from bench.live_env import private_database, private_redis
+from bench.live_env import live_env
 from bench.live_latency import SUBSCRIPTION, Receipts, orm, percentile, produce, seed
 from models import Task, TaskInstance
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, run_cli
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
 
 
 async def subscribe_many(url: str, token: str, count: int) -> ClientConnection:
@@ -151,19 +150,7 @@ def main() -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     overrides = dict(item.split("=", 1) for item in args.env)
-    with (
-        private_database() as database_url,
-        private_redis() as redis_port,
-        tempfile.TemporaryDirectory() as data,
-    ):
-        env = {
-            "PROOFLOOP_DATABASE_URL": database_url,
-            "PROOFLOOP_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-            "PROOFLOOP_DATA_DIR": data,
-            "PROOFLOOP_SECRET_KEY": "bench-secret",
-            **overrides,
-        }
-        run_cli(["migrate"], env)
+    with live_env(overrides) as (env, _redis_port):
 
         async def run() -> None:
             results: dict[str, dict[str, float]] = {}

@@ -18,7 +18,6 @@ import json
 import math
 import resource
 import secrets
-import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -30,7 +29,7 @@ import redis.asyncio as aioredis
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from bench.live_env import api_redis_connections, private_database, private_redis
+from bench.live_env import api_redis_connections, live_env
 from models import AuthToken, Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance, User
 from realtime import notices
 from runtime import close_database, open_database
@@ -38,7 +37,7 @@ from services.accounts import token_digest
 from services.db import on_commit, write_transaction
 from services.events import record_event
 from settings import Settings
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, run_cli
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
 
 SUBSCRIPTION = "subscription { verificationEvents { id type taskTitle user { id displayName } } }"
 CREATE_TASK = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id } } }"
@@ -232,19 +231,11 @@ def main() -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # a socket per subscriber, twice over
     with (
-        private_database() as database_url,
-        private_redis() as redis_port,
-        tempfile.TemporaryDirectory() as data,
+        live_env() as (env, redis_port),
+        ServerProcess(env, port=free_port()) as api_proc,
+        WorkerProcess(env, threads=2),
     ):
-        env = {
-            "PROOFLOOP_DATABASE_URL": database_url,
-            "PROOFLOOP_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
-            "PROOFLOOP_DATA_DIR": data,
-            "PROOFLOOP_SECRET_KEY": "bench-secret",
-        }
-        run_cli(["migrate"], env)
-        with ServerProcess(env, port=free_port()) as api_proc, WorkerProcess(env, threads=2):
-            asyncio.run(measure(api_proc, env, redis_port, args))
+        asyncio.run(measure(api_proc, env, redis_port, args))
 
 
 if __name__ == "__main__":

@@ -8,19 +8,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import redis
 from gql import Client, GraphQLRequest
 from gql.transport.exceptions import TransportConnectionFailed, TransportQueryError
 from gql.transport.websockets import WebsocketsTransport
 from websockets.exceptions import ConnectionClosed
 
+from tests.chaos.private_services import PrivateRedis
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
 from tests.mailbox import Mailbox
 
@@ -313,48 +312,8 @@ async def test_logout_closes_the_sockets_opened_with_that_token(
 
 @pytest.fixture
 def private_redis() -> Iterator[PrivateRedis]:
-    server = PrivateRedis(free_port())
-    server.start()
-    yield server
-    server.stop()
-
-
-class PrivateRedis:
-    """A redis-server of this test's own, which it may kill and restart (never the machine's shared one)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.url = f"redis://127.0.0.1:{port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                "/usr/bin/redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with contextlib.suppress(redis.ConnectionError):
-                if redis.Redis(port=self.port).ping():
-                    return
-            time.sleep(0.05)
-        raise RuntimeError("private redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+    with PrivateRedis() as server:  # this test's own, which it stops and starts (never the shared one)
+        yield server
 
 
 async def test_a_redis_restart_mid_stream_loses_nothing(
