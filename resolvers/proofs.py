@@ -15,10 +15,10 @@ from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.inputs import GeoPointInput, aware
 from schema.types.verification import Verification
-from services import media_proofs, proofs
+from services import proofs
 from services.chain import ChainTiming
 from services.errors import BadInput, PayloadTooLarge
-from services.media_proofs import MediaPolicy, MediaUpload
+from services.proofs import MediaPolicy, MediaUpload
 
 
 class SubmitMedia(Protocol):
@@ -96,11 +96,11 @@ class ProofMutations:
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_photo(self, info: Info, instance_id: strawberry.ID, photo: Upload) -> Verification:
-        return await _submit_media(info, instance_id, photo, "photo", media_proofs.submit_photo)
+        return await _submit_media(info, instance_id, photo, "photo", proofs.submit_photo)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_video(self, info: Info, instance_id: strawberry.ID, video: Upload) -> Verification:
-        return await _submit_media(info, instance_id, video, "video", media_proofs.submit_video)
+        return await _submit_media(info, instance_id, video, "video", proofs.submit_video)
 
 
 async def _submit_media(

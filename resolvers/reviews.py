@@ -9,7 +9,7 @@ from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.types.pagination import check_first
 from schema.types.verification import Verification
-from services import appeals, reviews
+from services import appeals, proofs
 from services.db import db_now
 
 
@@ -21,7 +21,7 @@ class ReviewQueries:
     )
     async def review_queue(self, info: Info, first: int | None = 50) -> list[Verification]:
         first = check_first(50 if first is None else first)
-        rows = await reviews.review_queue(await info.context.access(), first)
+        rows = await proofs.review_queue(await info.context.access(), first)
         return [Verification(row=row) for row in rows]
 
 
@@ -34,7 +34,7 @@ class ReviewMutations:
         arrival = await info.context.arrival()
         settings = info.context.settings
         data = media_upload(photo, "photo", settings.max_upload_bytes) if photo is not None else None
-        row = await reviews.request_review(
+        row = await proofs.request_review(
             await info.context.viewer(),
             str(instance_id),
             note,
@@ -51,7 +51,7 @@ class ReviewMutations:
         self, info: Info, verification_id: strawberry.ID, approve: bool, comment: str | None = None
     ) -> Verification:
         arrival = await db_now()
-        row = await reviews.decide_review(
+        row = await proofs.decide_review(
             await info.context.viewer(),
             await info.context.access(),
             str(verification_id),

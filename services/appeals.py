@@ -29,7 +29,7 @@ from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
-from services.reviews import check_note
+from services.proofs.review import check_note
 from services.task_drafts import DEFAULT_REVIEW_WINDOW_SECONDS
 
 # what the service decided, not a partner: these rejections may be appealed

@@ -12,7 +12,7 @@ from actors.broker import configure_broker
 from models import InstanceStatus, RejectionReason, TaskInstance, User, VerificationMethod, VerificationStatus
 from services.chain import ChainTiming
 from services.db import db_now
-from services.proofs import holding_deadline, new_verification, proof_target, record_proof
+from services.proofs.pipeline import holding_deadline, new_verification, proof_target, record_proof
 from services.task_drafts import TaskDraft
 from services.tasks import create_task
 from tests.chain_support import eventually

@@ -1,4 +1,4 @@
-"""Proofs: who may prove an instance, how its outcome is written, and GPS check-ins.
+"""The steps every proof runs: who may prove an instance, and how its outcome is written.
 
 A proof's time is its request's arrival on the database clock. An accepted proof settles the instance
 with a compare-and-set on status AND window (judged at arrival) in the transaction that plans the next
@@ -7,7 +7,6 @@ instance; a rejected one is a REJECTED Verification that leaves the instance PEN
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,15 +30,9 @@ from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
-from verification.errors import InvalidInput
-from verification.gps import GpsFix, GpsRule, judge_check_in, validate_point
 from verification.window import in_window
 
 INSTANCE_FIELD = "instanceId"
-# A phone's clock may run a little ahead of the database's; more than this is a lie about the future.
-RECORDED_AT_SLACK = timedelta(seconds=60)
-# No fix on Earth is vaguer than half its circumference; larger numbers are not measurements.
-MAX_FIX_ACCURACY_METERS = 20_037_508.0
 # A proof that arrived in time beats the deadline: near closesAt the chain's timer waits this long for it.
 DEADLINE_HOLD = timedelta(seconds=60)
 
@@ -170,87 +163,3 @@ async def record_rejected(
     await draft.save()
     await record_event(EventType.PROOF_SUBMITTED, task, instance, arrival, draft)
     return draft
-
-
-@dataclass(frozen=True)
-class CheckIn:
-    latitude: float
-    longitude: float
-    accuracy_meters: float
-    recorded_at: datetime | None  # the client's clock: it only feeds the speed check
-
-
-def check_check_in(check_in: CheckIn, arrival: datetime) -> None:
-    try:
-        validate_point(check_in.latitude, check_in.longitude, "location")
-    except InvalidInput as exc:
-        raise BadInput(exc.field, exc.message) from None
-    if not (
-        math.isfinite(check_in.accuracy_meters) and 0 < check_in.accuracy_meters <= MAX_FIX_ACCURACY_METERS
-    ):
-        raise BadInput("accuracyMeters", f"must be greater than 0 and at most {MAX_FIX_ACCURACY_METERS:.0f}")
-    if check_in.recorded_at is not None and check_in.recorded_at > arrival + RECORDED_AT_SLACK:
-        raise BadInput("recordedAt", "must not be in the future")
-
-
-async def previous_fix(user_id: str) -> GpsFix | None:
-    """The user's latest check-in with a location, on any task: the start of the speed check."""
-    row = await (
-        Verification.filter(user_id=user_id, method=VerificationMethod.GPS, latitude__isnull=False)
-        .order_by("-submitted_at", "-id")
-        .first()
-    )
-    if row is None or row.latitude is None or row.longitude is None:
-        return None
-    return GpsFix(
-        latitude=row.latitude,
-        longitude=row.longitude,
-        accuracy_meters=row.accuracy_meters or 0.0,
-        at=row.recorded_at or row.submitted_at,
-    )
-
-
-def gps_rule_of(task: Task) -> GpsRule:
-    if task.gps_latitude is None or task.gps_longitude is None or task.gps_radius_meters is None:
-        raise Conflict("the task has no GPS rule")
-    return GpsRule(
-        latitude=task.gps_latitude,
-        longitude=task.gps_longitude,
-        radius_meters=task.gps_radius_meters,
-        max_accuracy_meters=task.gps_max_accuracy_meters or 0.0,
-    )
-
-
-async def check_in(
-    viewer: User,
-    instance_id: str,
-    check_in: CheckIn,
-    *,
-    arrival: datetime,
-    max_speed_kmh: float,
-    timing: ChainTiming,
-    max_attempts: int,
-) -> Verification:
-    check_check_in(check_in, arrival)
-    target = await proof_target(viewer, instance_id, VerificationMethod.GPS, max_attempts=max_attempts)
-    async with holding_deadline(target, arrival, timing):
-        previous = await previous_fix(str(viewer.id))
-        at = check_in.recorded_at or arrival
-        if previous is not None and at < previous.at:
-            # a fix claimed to predate the previous one would stretch the time available for the jump
-            at = previous.at
-        fix = GpsFix(check_in.latitude, check_in.longitude, check_in.accuracy_meters, at)
-        decision = judge_check_in(gps_rule_of(target.task), fix, previous, max_speed_kmh=max_speed_kmh)
-        reason = window_reason(target, arrival)
-        if reason is None and decision.reason is not None:
-            reason = RejectionReason(decision.reason)
-        draft = new_verification(
-            target,
-            arrival,
-            latitude=check_in.latitude,
-            longitude=check_in.longitude,
-            accuracy_meters=check_in.accuracy_meters,
-            recorded_at=at,
-            distance_meters=decision.distance_meters,
-        )
-        return await record_proof(target, draft, reason, arrival, timing)

@@ -25,7 +25,7 @@ from services.chain import ChainTiming
 from services.decode_gate import DecodeGate
 from services.errors import BadInput
 from services.media_storage import StagedBlobs, check_quota
-from services.proofs import (
+from services.proofs.pipeline import (
     ProofTarget,
     holding_deadline,
     new_verification,

@@ -35,9 +35,9 @@ from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
-from services.media_proofs import MediaPolicy, MediaUpload, decode_photo, media_reason, record_media_proof
 from services.media_storage import check_quota
-from services.proofs import (
+from services.proofs.media import MediaPolicy, MediaUpload, decode_photo, media_reason, record_media_proof
+from services.proofs.pipeline import (
     ProofTarget,
     new_verification,
     planned_due_times,
