@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tortoise.expressions import Q
 from tortoise.functions import Sum
@@ -22,6 +23,27 @@ from services.errors import RateLimited
 from storage.blobs import BlobStore
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MediaStorage:
+    """Where proofs' media go, and how many bytes each user may keep there."""
+
+    media_dir: Path
+    quota_bytes: int
+
+
+@dataclass(frozen=True)
+class MediaCopy:
+    """What an accepted proof keeps: the clean copy (no metadata) and its thumbnail."""
+
+    clean: bytes
+    thumbnail: bytes
+    mime: str
+
+    @property
+    def stored_bytes(self) -> int:
+        return len(self.clean) + len(self.thumbnail)
 
 
 async def storage_used(user_id: str) -> int:

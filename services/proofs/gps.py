@@ -9,13 +9,7 @@ from datetime import datetime, timedelta
 from models import RejectionReason, Task, User, Verification, VerificationMethod
 from services.chain import ChainTiming
 from services.errors import BadInput, Conflict
-from services.proofs.pipeline import (
-    holding_deadline,
-    new_verification,
-    proof_target,
-    record_proof,
-    window_reason,
-)
+from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
 from verification.errors import InvalidInput
 from verification.gps import GpsFix, GpsRule, judge_check_in, validate_point
 
@@ -85,25 +79,33 @@ async def check_in(
     max_attempts: int,
 ) -> Verification:
     check_check_in(check_in, arrival)
-    target = await proof_target(viewer, instance_id, VerificationMethod.GPS, max_attempts=max_attempts)
-    async with holding_deadline(target, arrival, timing):
-        previous = await previous_fix(str(viewer.id))
-        at = check_in.recorded_at or arrival
-        if previous is not None and at < previous.at:
-            # a fix claimed to predate the previous one would stretch the time available for the jump
-            at = previous.at
-        fix = GpsFix(check_in.latitude, check_in.longitude, check_in.accuracy_meters, at)
-        decision = judge_check_in(gps_rule_of(target.task), fix, previous, max_speed_kmh=max_speed_kmh)
-        reason = window_reason(target, arrival)
-        if reason is None and decision.reason is not None:
-            reason = RejectionReason(decision.reason)
-        draft = new_verification(
-            target,
-            arrival,
-            latitude=check_in.latitude,
-            longitude=check_in.longitude,
-            accuracy_meters=check_in.accuracy_meters,
-            recorded_at=at,
-            distance_meters=decision.distance_meters,
-        )
-        return await record_proof(target, draft, reason, arrival, timing)
+
+    async def judge(target: ProofTarget) -> Judgement:
+        return await judge_fix(target, check_in, arrival, max_speed_kmh)
+
+    # a late check-in is judged too: its fix is the start of the next one's speed check
+    kind = ProofKind(VerificationMethod.GPS, accept=settle_verified, judge=judge, judge_late=True)
+    return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
+
+
+async def judge_fix(
+    target: ProofTarget, check_in: CheckIn, arrival: datetime, max_speed_kmh: float
+) -> Judgement:
+    """The geofence, the fix's accuracy, and the speed from the user's previous fix."""
+    previous = await previous_fix(str(target.task.owner_id))
+    at = check_in.recorded_at or arrival
+    if previous is not None and at < previous.at:
+        # a fix claimed to predate the previous one would stretch the time available for the jump
+        at = previous.at
+    fix = GpsFix(check_in.latitude, check_in.longitude, check_in.accuracy_meters, at)
+    decision = judge_check_in(gps_rule_of(target.task), fix, previous, max_speed_kmh=max_speed_kmh)
+    return Judgement(
+        reason=None if decision.reason is None else RejectionReason(decision.reason),
+        evidence={
+            "latitude": check_in.latitude,
+            "longitude": check_in.longitude,
+            "accuracy_meters": check_in.accuracy_meters,
+            "recorded_at": at,
+            "distance_meters": decision.distance_meters,
+        },
+    )

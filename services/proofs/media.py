@@ -1,9 +1,8 @@
 """Photo and video proofs: the cheap checks first, then one bounded decode off the event loop.
 
-Order of work: who may prove the instance and its state, then the window at arrival (a proof outside it
-is REJECTED without its body being read), then the storage quota, then a decode slot (DecodeGate), and
-only then the bytes are read and decoded, within pixel, memory and frame budgets taken from the headers.
-A rejected proof keeps its fingerprints (reuse is judged against them) but no media; an accepted one's
+The pipeline (pipeline.py) runs the cheap checks first; only then, holding a decode slot (DecodeGate),
+are the bytes read and decoded, within pixel, memory and frame budgets taken from the headers. A
+rejected proof keeps its fingerprints (reuse is judged against them) but no media; an accepted one's
 blobs outlive only a committed row (services/media_storage.py).
 
 Reuse is judged against every earlier photo/video proof of the user on OTHER instances, rejected ones
@@ -20,20 +19,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from models import RejectionReason, User, Verification, VerificationMethod, VerificationStatus
+from models import RejectionReason, User, Verification, VerificationMethod
 from services.chain import ChainTiming
 from services.decode_gate import DecodeGate
 from services.errors import BadInput
-from services.media_storage import StagedBlobs, check_quota
-from services.proofs.pipeline import (
-    ProofTarget,
-    holding_deadline,
-    new_verification,
-    proof_target,
-    record_proof,
-    window_reason,
-)
-from storage.blobs import BlobStore
+from services.media_storage import MediaCopy, MediaStorage
+from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
 from verification.errors import InvalidInput
 from verification.photo import capture_in_window, inspect_photo, is_reused
 from verification.video import inspect_video, is_reused_video
@@ -42,7 +33,6 @@ from verification.video import inspect_video, is_reused_video
 REUSE_LOOKBACK = 2000
 
 T = TypeVar("T")
-RecordOutcome = Callable[[Verification, RejectionReason | None], Awaitable[Verification]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +43,10 @@ class MediaPolicy:
     max_decode_bytes: int
     max_video_frames: int
     quota_bytes: int
+
+    @property
+    def storage(self) -> MediaStorage:
+        return MediaStorage(self.media_dir, self.quota_bytes)
 
 
 @dataclass(frozen=True)
@@ -66,17 +60,80 @@ class MediaUpload:
 
 @dataclass(frozen=True)
 class Media:
-    clean: bytes
-    clean_mime: str
-    thumbnail: bytes
+    copy: MediaCopy
     fingerprints: tuple[int, ...]  # kept on the row: one photo's pHashes, or the sampled frames' of a video
     probes: tuple[int, ...]  # compared against earlier fingerprints (a photo's mirrored and turned copies)
     captured_at: datetime | None
     duration_seconds: float | None = None
 
-    @property
-    def stored_bytes(self) -> int:
-        return len(self.clean) + len(self.thumbnail)
+
+def media_kind(
+    method: VerificationMethod,
+    upload: MediaUpload,
+    policy: MediaPolicy,
+    judge: Callable[[ProofTarget], Awaitable[Judgement]],
+) -> ProofKind:
+    """A proof whose upload is read only after the cheap checks, and counted against the quota first."""
+    return ProofKind(
+        method, accept=settle_verified, judge=judge, upload_bytes=upload.size, storage=policy.storage
+    )
+
+
+async def submit_photo(
+    viewer: User,
+    instance_id: str,
+    upload: MediaUpload,
+    *,
+    arrival: datetime,
+    policy: MediaPolicy,
+    timing: ChainTiming,
+    max_attempts: int,
+) -> Verification:
+    async def judge(target: ProofTarget) -> Judgement:
+        return await judge_photo(target, upload, policy, owner=viewer)
+
+    kind = media_kind(VerificationMethod.PHOTO, upload, policy, judge)
+    return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
+
+
+async def submit_video(
+    viewer: User,
+    instance_id: str,
+    upload: MediaUpload,
+    *,
+    arrival: datetime,
+    policy: MediaPolicy,
+    timing: ChainTiming,
+    max_attempts: int,
+) -> Verification:
+    async def judge(target: ProofTarget) -> Judgement:
+        return await judge_video(target, upload, policy)
+
+    kind = media_kind(VerificationMethod.VIDEO, upload, policy, judge)
+    return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
+
+
+async def judge_photo(
+    target: ProofTarget, upload: MediaUpload, policy: MediaPolicy, *, owner: User
+) -> Judgement:
+    """Decode (its capture time read in the owner's zone), then the capture window and reuse."""
+    media = await decode_photo(upload, owner=owner, policy=policy)
+    return _judgement(media, await media_reason(target, media))
+
+
+async def judge_video(target: ProofTarget, upload: MediaUpload, policy: MediaPolicy) -> Judgement:
+    """Decode, then the minimum duration, the capture window and reuse."""
+    media = await decode_video(upload, policy=policy)
+    minimum = target.task.video_min_duration_seconds or 0.0
+    if (media.duration_seconds or 0.0) < minimum:
+        return _judgement(media, RejectionReason.TOO_SHORT)
+    return _judgement(media, await media_reason(target, media))
+
+
+def _judgement(media: Media, reason: RejectionReason | None) -> Judgement:
+    return Judgement(
+        reason=reason, evidence={"fingerprints": [f"{h:016x}" for h in media.fingerprints]}, media=media.copy
+    )
 
 
 async def _decoded(upload: MediaUpload, policy: MediaPolicy, inspect: Callable[[bytes], T]) -> T:
@@ -102,7 +159,10 @@ async def decode_photo(upload: MediaUpload, *, owner: User, policy: MediaPolicy)
         ),
     )
     return Media(
-        facts.clean, facts.clean_mime, facts.thumbnail, facts.fingerprints, facts.probes, facts.captured_at
+        MediaCopy(facts.clean, facts.thumbnail, facts.clean_mime),
+        facts.fingerprints,
+        facts.probes,
+        facts.captured_at,
     )
 
 
@@ -115,9 +175,7 @@ async def decode_video(upload: MediaUpload, *, policy: MediaPolicy) -> Media:
         ),
     )
     return Media(
-        facts.clean,
-        facts.clean_mime,
-        facts.thumbnail,
+        MediaCopy(facts.clean, facts.thumbnail, facts.clean_mime),
         facts.keyframe_hashes,
         facts.keyframe_hashes,
         facts.created_at,
@@ -137,109 +195,16 @@ async def earlier_fingerprints(user_id: str, instance_id: str) -> list[list[int]
     return [[int(h, 16) for h in row] for row in rows if isinstance(row, list)]
 
 
-async def media_reason(target: ProofTarget, media: Media, arrival: datetime) -> RejectionReason | None:
-    """The first rule a photo or video breaks: window, capture time, then reuse (TOO_SHORT: the caller)."""
+async def media_reason(target: ProofTarget, media: Media) -> RejectionReason | None:
+    """The first rule a photo or video breaks after the window: capture time, then reuse."""
     instance = target.instance
-    reason = window_reason(target, arrival)
-    if reason is None and not capture_in_window(media.captured_at, instance.opens_at, instance.closes_at):
-        reason = RejectionReason.CAPTURED_OUTSIDE_WINDOW
-    if reason is None:
-        earlier = await earlier_fingerprints(str(target.task.owner_id), str(instance.id))
-        # up to REUSE_LOOKBACK rows x fingerprints x probes comparisons: off the event loop
-        if media.duration_seconds is None:
-            flat = [h for hashes in earlier for h in hashes]
-            reused = await asyncio.to_thread(is_reused, media.probes, flat)
-        else:
-            reused = await asyncio.to_thread(is_reused_video, media.fingerprints, earlier)
-        if reused:
-            reason = RejectionReason.REUSED_MEDIA
-    return reason
-
-
-async def record_media_proof(
-    target: ProofTarget,
-    media: Media,
-    reason: RejectionReason | None,
-    arrival: datetime,
-    policy: MediaPolicy,
-    record: RecordOutcome,
-    **extra: object,
-) -> Verification:
-    """Record the outcome; only a proof the transaction accepts keeps its clean copy and thumbnail."""
-    draft = new_verification(target, arrival, fingerprints=[f"{h:016x}" for h in media.fingerprints], **extra)
-    if reason is not None:
-        return await record(draft, reason)
-    await check_quota(str(target.task.owner_id), media.stored_bytes, policy.quota_bytes)
-    staged = StagedBlobs(BlobStore(policy.media_dir), (media.clean, media.thumbnail))
-    await staged.write()
-    draft.media_digest, draft.thumbnail_digest = staged.digests
-    draft.media_mime, draft.media_bytes = media.clean_mime, media.stored_bytes
-    try:
-        row = await record(draft, None)
-    except BaseException:
-        await staged.discard()
-        raise
-    if row.status is VerificationStatus.REJECTED:  # the instance moved on while we judged: keep no media
-        await Verification.filter(id=row.id).update(
-            media_digest=None, media_mime=None, thumbnail_digest=None, media_bytes=None
-        )
-        row.media_digest = row.media_mime = row.thumbnail_digest = row.media_bytes = None
-        await staged.discard()
+    if not capture_in_window(media.captured_at, instance.opens_at, instance.closes_at):
+        return RejectionReason.CAPTURED_OUTSIDE_WINDOW
+    earlier = await earlier_fingerprints(str(target.task.owner_id), str(instance.id))
+    # up to REUSE_LOOKBACK rows x fingerprints x probes comparisons: off the event loop
+    if media.duration_seconds is None:
+        flat = [h for hashes in earlier for h in hashes]
+        reused = await asyncio.to_thread(is_reused, media.probes, flat)
     else:
-        await staged.confirm()
-    return row
-
-
-async def _outside_window(target: ProofTarget, arrival: datetime, timing: ChainTiming) -> Verification | None:
-    """A proof that arrived outside the window is REJECTED as it is: nothing read, decoded or stored."""
-    reason = window_reason(target, arrival)
-    if reason is None:
-        return None
-    return await record_proof(target, new_verification(target, arrival), reason, arrival, timing)
-
-
-async def submit_photo(
-    viewer: User,
-    instance_id: str,
-    upload: MediaUpload,
-    *,
-    arrival: datetime,
-    policy: MediaPolicy,
-    timing: ChainTiming,
-    max_attempts: int,
-) -> Verification:
-    target = await proof_target(viewer, instance_id, VerificationMethod.PHOTO, max_attempts=max_attempts)
-    if (late := await _outside_window(target, arrival, timing)) is not None:
-        return late
-    await check_quota(str(viewer.id), upload.size, policy.quota_bytes)
-    async with holding_deadline(target, arrival, timing):
-        media = await decode_photo(upload, owner=viewer, policy=policy)
-        reason = await media_reason(target, media, arrival)
-        return await record_media_proof(
-            target, media, reason, arrival, policy, lambda d, r: record_proof(target, d, r, arrival, timing)
-        )
-
-
-async def submit_video(
-    viewer: User,
-    instance_id: str,
-    upload: MediaUpload,
-    *,
-    arrival: datetime,
-    policy: MediaPolicy,
-    timing: ChainTiming,
-    max_attempts: int,
-) -> Verification:
-    target = await proof_target(viewer, instance_id, VerificationMethod.VIDEO, max_attempts=max_attempts)
-    if (late := await _outside_window(target, arrival, timing)) is not None:
-        return late
-    await check_quota(str(viewer.id), upload.size, policy.quota_bytes)
-    async with holding_deadline(target, arrival, timing):
-        media = await decode_video(upload, policy=policy)
-        minimum = target.task.video_min_duration_seconds or 0.0
-        reason = RejectionReason.TOO_SHORT if (media.duration_seconds or 0.0) < minimum else None
-        if reason is None:
-            reason = await media_reason(target, media, arrival)
-        return await record_media_proof(
-            target, media, reason, arrival, policy, lambda d, r: record_proof(target, d, r, arrival, timing)
-        )
+        reused = await asyncio.to_thread(is_reused_video, media.fingerprints, earlier)
+    return RejectionReason.REUSED_MEDIA if reused else None

@@ -1,16 +1,20 @@
-"""The steps every proof runs: who may prove an instance, and how its outcome is written.
+"""The steps every proof runs, in one order (`prove`), and how its outcome is written.
 
+The cheapest checks come first, so a doomed proof costs as little as possible: who may prove the
+instance and its state, the window at arrival (a late proof is recorded as it is, its upload unread),
+the storage quota, and only then the kind's expensive checks (a decode under the gate, the rules).
 A proof's time is its request's arrival on the database clock. An accepted proof settles the instance
-with a compare-and-set on status AND window (judged at arrival) in the transaction that plans the next
-instance; a rejected one is a REJECTED Verification that leaves the instance PENDING for a retry.
+with a compare-and-set on status AND window in the transaction that plans the next instance; a rejected
+one is a REJECTED Verification that leaves the instance PENDING for a retry.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from models import (
     EventType,
@@ -29,7 +33,9 @@ from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
+from services.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
+from storage.blobs import BlobStore
 from verification.window import in_window
 
 INSTANCE_FIELD = "instanceId"
@@ -41,6 +47,78 @@ DEADLINE_HOLD = timedelta(seconds=60)
 class ProofTarget:
     instance: TaskInstance
     task: Task
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a kind's expensive checks found: the first rule broken, and what the Verification keeps."""
+
+    reason: RejectionReason | None = None
+    evidence: Mapping[str, object] = field(default_factory=dict)
+    media: MediaCopy | None = None  # stored only if the proof is accepted
+
+
+class Accept(Protocol):
+    """What acceptance writes, under the task's lock; None when the instance moved on meanwhile."""
+
+    async def __call__(
+        self,
+        task: Task,
+        target: ProofTarget,
+        draft: Verification,
+        arrival: datetime,
+        timing: ChainTiming,
+        due: DueTimes | None,
+    ) -> Verification | None: ...
+
+
+@dataclass(frozen=True)
+class ProofKind:
+    """What one kind of proof brings to the pipeline; `prove` decides when each part runs."""
+
+    method: VerificationMethod
+    accept: Accept
+    judge: Callable[[ProofTarget], Awaitable[Judgement]] | None = None  # the expensive checks
+    evidence: Mapping[str, object] = field(default_factory=dict)  # known before judging (a note)
+    admit: Callable[[ProofTarget], Awaitable[None]] | None = None  # a precondition of the kind's own
+    upload_bytes: int | None = None  # an upload's size, counted against the quota before it is read
+    storage: MediaStorage | None = None
+    judge_late: bool = False  # judge a proof that arrived outside the window too (it is cheap)
+
+
+async def prove(
+    viewer: User,
+    instance_id: str,
+    kind: ProofKind,
+    *,
+    arrival: datetime,
+    timing: ChainTiming,
+    max_attempts: int,
+) -> Verification:
+    """Run a proof's steps in order and return its Verification (or raise the error the contract names)."""
+    # 1. who may prove it: the viewer's own PENDING instance of this kind, within its attempts quota
+    target = await proof_target(viewer, instance_id, kind.method, max_attempts=max_attempts)
+    if kind.admit is not None:
+        await kind.admit(target)
+    # 2. cheap checks: the window at arrival (a late proof is rejected unread), then the storage quota
+    late = window_reason(target, arrival)
+    if late is not None and not kind.judge_late:
+        draft = new_verification(target, arrival, **kind.evidence)
+        return await record_outcome(target, draft, late, arrival, timing, kind.accept)
+    if kind.storage is not None and kind.upload_bytes is not None:
+        await check_quota(str(viewer.id), kind.upload_bytes, kind.storage.quota_bytes)
+    # 3. expensive checks, the deadline held meanwhile: a decode under the gate, then the kind's rules
+    async with holding_deadline(target, arrival, timing):
+        judged = Judgement() if kind.judge is None else await kind.judge(target)
+        reason = late or judged.reason
+        draft = new_verification(target, arrival, **kind.evidence, **judged.evidence)
+        # 4. settle (or open the review) and plan the next instance in one transaction, then 5. after
+        # commit, keep the media only for a proof the transaction accepted
+        if reason is not None or judged.media is None or kind.storage is None:
+            return await record_outcome(target, draft, reason, arrival, timing, kind.accept)
+        return await _record_keeping_media(
+            target, draft, judged.media, kind.storage, arrival, timing, kind.accept
+        )
 
 
 async def proof_target(
@@ -111,39 +189,20 @@ def new_verification(target: ProofTarget, arrival: datetime, **evidence: object)
     )
 
 
-async def record_proof(
+async def settle_verified(
+    task: Task,
     target: ProofTarget,
     draft: Verification,
-    reason: RejectionReason | None,
     arrival: datetime,
     timing: ChainTiming,
-) -> Verification:
-    """Write the proof's outcome: accepted proofs settle the instance, rejected ones leave it PENDING."""
-    due = await planned_due_times(target, timing) if reason is None else None
-    async with write_transaction():
-        task = await lock_task(str(target.task.id))
-        if reason is None:
-            # judged at arrival: settled only if it came inside the window
-            if await settle_instance(
-                target.instance.id,
-                InstanceStatus.VERIFIED,
-                arrival,
-                opens_at__lte=arrival,
-                closes_at__gte=arrival,
-            ):
-                return await _record_verified(task, draft, arrival, timing, due)
-            reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile (checked below)
-        return await record_rejected(task, draft, reason, arrival)
-
-
-async def planned_due_times(target: ProofTarget, timing: ChainTiming) -> DueTimes:
-    """The due times the next instance is planned from, expanded before the task's row is locked."""
-    return await prefetch_due_times(schedule_of(target.task), target.instance.due_at, timing.recurrence)
-
-
-async def _record_verified(
-    task: Task, draft: Verification, arrival: datetime, timing: ChainTiming, due: DueTimes | None
-) -> Verification:
+    due: DueTimes | None,
+) -> Verification | None:
+    """An accepted proof of its own: VERIFIED, judged at arrival (settled only if it came in the window)."""
+    settled = await settle_instance(
+        target.instance.id, InstanceStatus.VERIFIED, arrival, opens_at__lte=arrival, closes_at__gte=arrival
+    )
+    if not settled:
+        return None
     instance = await TaskInstance.get(id=draft.instance_id)
     draft.status, draft.decided_at = VerificationStatus.ACCEPTED, arrival
     await draft.save()
@@ -151,6 +210,62 @@ async def _record_verified(
     await record_event(EventType.VERIFIED, task, instance, arrival, draft)
     await plan_after_pending(task, instance, now=arrival, timing=timing, due=due)
     return draft
+
+
+async def record_outcome(
+    target: ProofTarget,
+    draft: Verification,
+    reason: RejectionReason | None,
+    arrival: datetime,
+    timing: ChainTiming,
+    accept: Accept = settle_verified,
+) -> Verification:
+    """Write the proof's outcome in one transaction: accepted, or REJECTED leaving the instance PENDING."""
+    due = await planned_due_times(target, timing) if reason is None else None
+    async with write_transaction():
+        task = await lock_task(str(target.task.id))
+        if reason is None:
+            accepted = await accept(task, target, draft, arrival, timing, due)
+            if accepted is not None:
+                return accepted
+            reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile (checked below)
+        return await record_rejected(task, draft, reason, arrival)
+
+
+async def _record_keeping_media(
+    target: ProofTarget,
+    draft: Verification,
+    media: MediaCopy,
+    storage: MediaStorage,
+    arrival: datetime,
+    timing: ChainTiming,
+    accept: Accept,
+) -> Verification:
+    """Record an accepted proof with its media: blobs written first, removed again unless its row commits."""
+    await check_quota(str(target.task.owner_id), media.stored_bytes, storage.quota_bytes)
+    staged = StagedBlobs(BlobStore(storage.media_dir), (media.clean, media.thumbnail))
+    await staged.write()
+    draft.media_digest, draft.thumbnail_digest = staged.digests
+    draft.media_mime, draft.media_bytes = media.mime, media.stored_bytes
+    try:
+        row = await record_outcome(target, draft, None, arrival, timing, accept)
+    except BaseException:  # a CONFLICT or a failure rolled the row back: its files go too
+        await staged.discard()
+        raise
+    if row.status is VerificationStatus.REJECTED:  # the instance moved on while we judged: keep no media
+        await Verification.filter(id=row.id).update(
+            media_digest=None, media_mime=None, thumbnail_digest=None, media_bytes=None
+        )
+        row.media_digest = row.media_mime = row.thumbnail_digest = row.media_bytes = None
+        await staged.discard()
+    else:
+        await staged.confirm()
+    return row
+
+
+async def planned_due_times(target: ProofTarget, timing: ChainTiming) -> DueTimes:
+    """The due times the next instance is planned from, expanded before the task's row is locked."""
+    return await prefetch_due_times(schedule_of(target.task), target.instance.due_at, timing.recurrence)
 
 
 async def record_rejected(

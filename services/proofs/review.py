@@ -6,6 +6,7 @@ the review then runs beside the schedule until its deadline, where the chain app
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from models import (
@@ -35,16 +36,8 @@ from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
-from services.media_storage import check_quota
-from services.proofs.media import MediaPolicy, MediaUpload, decode_photo, media_reason, record_media_proof
-from services.proofs.pipeline import (
-    ProofTarget,
-    new_verification,
-    planned_due_times,
-    proof_target,
-    record_rejected,
-    window_reason,
-)
+from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
+from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove
 from services.schedules import DueTimes
 from services.task_drafts import DEFAULT_REVIEW_WINDOW_SECONDS
 
@@ -79,44 +72,22 @@ async def request_review(
     a recycled picture; a failing photo is a REJECTED Verification and the instance stays PENDING.
     """
     note = check_note(note, "note")
-    target = await proof_target(viewer, instance_id, VerificationMethod.PARTNER, max_attempts=max_attempts)
-    if not await Partnership.exists(user_id=viewer.id, status=PartnershipStatus.ACTIVE):
+    kind = ProofKind(
+        VerificationMethod.PARTNER, accept=_open_review, evidence={"note": note}, admit=_has_partner
+    )
+    if photo is not None:
+
+        async def judge(target: ProofTarget) -> Judgement:
+            return await judge_photo(target, photo, policy, owner=viewer)
+
+        kind = replace(kind, judge=judge, upload_bytes=photo.size, storage=policy.storage)
+    return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
+
+
+async def _has_partner(target: ProofTarget) -> None:
+    if not await Partnership.exists(user_id=target.task.owner_id, status=PartnershipStatus.ACTIVE):
         # else nobody could decide, and onTimeout APPROVE would verify it unseen
         raise Conflict("a review needs at least one ACTIVE partner: invite one first")
-    outside = window_reason(target, arrival)
-    if photo is None or outside is not None:  # outside the window the photo is not even read
-        draft = new_verification(target, arrival, note=note)
-        return await _decide_request(target, draft, outside, arrival, timing)
-    await check_quota(str(viewer.id), photo.size, policy.quota_bytes)
-    media = await decode_photo(photo, owner=viewer, policy=policy)
-    reason = await media_reason(target, media, arrival)
-    return await record_media_proof(
-        target,
-        media,
-        reason,
-        arrival,
-        policy,
-        lambda draft, why: _decide_request(target, draft, why, arrival, timing),
-        note=note,
-    )
-
-
-async def _decide_request(
-    target: ProofTarget,
-    draft: Verification,
-    reason: RejectionReason | None,
-    arrival: datetime,
-    timing: ChainTiming,
-) -> Verification:
-    due = await planned_due_times(target, timing) if reason is None else None
-    async with write_transaction():
-        task = await lock_task(str(target.task.id))
-        if reason is None:
-            requested = await _open_review(task, target, draft, arrival, timing, due)
-            if requested is not None:
-                return requested
-            reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile
-        return await record_rejected(task, draft, reason, arrival)
 
 
 async def _open_review(

@@ -21,6 +21,7 @@ from PIL import Image
 from storage.blobs import BlobStore
 from tests import media_factory
 from tests.api.test_proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
+from tests.api.test_reviews import request_review
 from tests.harness import (
     ApiClient,
     GraphQLFailure,
@@ -30,6 +31,7 @@ from tests.harness import (
     free_port,
     migrated_database,
     open_schedule,
+    partner_pair,
     run_cli,
     upload,
 )
@@ -365,6 +367,26 @@ async def test_a_proof_that_loses_the_race_leaves_no_files(
     assert {p.name for p in media_files(data_dir) - before} == kept  # the losers' files are gone
     rows = (await verifications_of(api, token, instance_id))["verifications"]
     assert len(rows) == 1
+
+
+async def test_a_review_request_that_loses_the_race_leaves_no_files(api: ApiClient, data_dir: Path) -> None:
+    owner_token, _, _, _ = await partner_pair(api)
+    _, instance_id = await create_open_task(api, owner_token, "PARTNER")
+    photos = [media_factory.photo(180 + i, size=(800, 600)) for i in range(3)]
+    before = media_files(data_dir)
+
+    async def send(data: bytes) -> str:
+        try:
+            return str((await request_review(api, owner_token, instance_id, photo=data))["status"])
+        except GraphQLFailure as failure:
+            return failure.code
+
+    outcomes = await asyncio.gather(*(send(p) for p in photos))
+    assert sorted(outcomes) == ["CONFLICT", "CONFLICT", "PENDING_REVIEW"], outcomes
+    winner = photos[outcomes.index("PENDING_REVIEW")]
+    facts = inspect_photo(winner, owner_timezone="UTC")
+    kept = {hashlib.sha256(blob).hexdigest() for blob in (facts.clean, facts.thumbnail)}
+    assert {p.name for p in media_files(data_dir) - before} == kept  # the losers' files are gone
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from actors.broker import configure_broker
 from models import InstanceStatus, RejectionReason, TaskInstance, User, VerificationMethod, VerificationStatus
 from services.chain import ChainTiming
 from services.db import db_now
-from services.proofs.pipeline import holding_deadline, new_verification, proof_target, record_proof
+from services.proofs.pipeline import holding_deadline, new_verification, proof_target, record_outcome
 from services.task_drafts import TaskDraft
 from services.tasks import create_task
 from tests.chain_support import eventually
@@ -50,7 +50,7 @@ async def test_the_deadline_waits_for_a_proof_being_judged(
         )  # the worker's link came and went
         assert (await TaskInstance.get(id=instance.id)).status is InstanceStatus.PENDING
         reason = None if accepted else RejectionReason.CAPTURED_OUTSIDE_WINDOW
-        proof = await record_proof(target, new_verification(target, arrival), reason, arrival, TIMING)
+        proof = await record_outcome(target, new_verification(target, arrival), reason, arrival, TIMING)
     if accepted:
         assert proof.status is VerificationStatus.ACCEPTED
         assert (await TaskInstance.get(id=instance.id)).status is InstanceStatus.VERIFIED
