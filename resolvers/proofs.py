@@ -19,6 +19,7 @@ from services import media_proofs, proofs
 from services.chain import ChainTiming
 from services.errors import BadInput, PayloadTooLarge
 from services.media_proofs import MediaPolicy, MediaUpload
+from services.pending_changes import apply_due_change_before_proof
 
 
 class SubmitMedia(Protocol):
@@ -77,6 +78,7 @@ class ProofMutations:
     ) -> Verification:
         arrival = await info.context.arrival()
         settings = info.context.settings
+        await apply_due_change_before_proof(str(instance_id), arrival)
         check_in = proofs.CheckIn(
             latitude=location.latitude,
             longitude=location.longitude,
@@ -108,6 +110,7 @@ async def _submit_media(
 ) -> Verification:
     arrival = await info.context.arrival()  # stamped when the request started, before its body was read
     settings = info.context.settings
+    await apply_due_change_before_proof(str(instance_id), arrival)
     row = await submit(
         await info.context.viewer(),
         str(instance_id),

@@ -11,6 +11,7 @@ from schema.types.pagination import check_first
 from schema.types.verification import Verification
 from services import appeals, reviews
 from services.db import db_now
+from services.pending_changes import apply_due_change_before_proof
 
 
 @strawberry.type
@@ -33,6 +34,7 @@ class ReviewMutations:
     ) -> Verification:
         arrival = await info.context.arrival()
         settings = info.context.settings
+        await apply_due_change_before_proof(str(instance_id), arrival)
         data = media_upload(photo, "photo", settings.max_upload_bytes) if photo is not None else None
         row = await reviews.request_review(
             await info.context.viewer(),

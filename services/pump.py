@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from observability.metrics import PUMP_BACKLOG, count_links_sent
-from services.chain import send_links
+from services.chain import ChainTiming, send_links
 from services.db import connection, db_now, is_sqlite, write_transaction
 from services.events import announce_committed_events
+from services.pending_changes import apply_due_changes
 
 _PUMP_LOCK_KEY = 7_311_002
 
@@ -123,7 +124,9 @@ async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True
 
 
 async def pump_once(settings: PumpSettings, *, resend_overdue: bool = True) -> PumpTick:
-    """One tick: hand over links, and position/announce events a crashed process left behind."""
+    """One tick: apply pending task changes that came due, hand over links, and position/announce
+    events a crashed process left behind."""
+    await apply_due_changes(ChainTiming(settings.link_horizon_seconds))
     tick = await claim_due_links(settings, resend_overdue=resend_overdue)
     await announce_committed_events()
     return tick
