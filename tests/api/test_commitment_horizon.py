@@ -71,8 +71,9 @@ def api(horizon_server: ServerProcess, mailbox: Mailbox) -> ApiClient:
 
 
 async def set_horizon(api: ApiClient, token: str, days: int) -> dict[str, Any]:
-    result: dict[str, Any] = (await api.execute(HORIZON, {"days": days}, token=token))["setCommitmentHorizon"]
-    return result["commitmentHorizon"]
+    result = (await api.execute(HORIZON, {"days": days}, token=token))["setCommitmentHorizon"]
+    horizon: dict[str, Any] = result["commitmentHorizon"]
+    return horizon
 
 
 async def task_of(api: ApiClient, token: str, task_id: str) -> dict[str, Any] | None:
