@@ -194,6 +194,10 @@ async def test_partners_see_the_pending_change_but_not_the_new_centre(api: ApiCl
     }
     assert seen["pendingChange"]["effectiveAt"] == moved["pendingChange"]["effectiveAt"]
     assert seen["owner"]["commitmentHorizon"] is None  # the owner's setting is the owner's alone
+    stranger_token, _ = await api.register()
+    with pytest.raises(GraphQLFailure) as hidden:
+        await api.execute(CANCEL, {"id": task_id}, token=stranger_token)
+    assert hidden.value.code == "NOT_FOUND"
     for document in (CANCEL, PAUSE, UPDATE):
         variables: dict[str, Any] = (
             {"id": task_id, "input": {"title": "x"}} if document is UPDATE else {"id": task_id}
