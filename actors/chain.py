@@ -1,4 +1,5 @@
-"""chain.fire: one link of a task's chain (chain.fire_batch: links due at the same instant).
+"""chain.fire: one link of a task's chain (chain.fire_batch: links due at the same instant);
+chain.apply_pending_change: a task's waiting change, delivered at its effectiveAt.
 
 No Dramatiq retries: the pump is the retry."""
 
@@ -10,6 +11,7 @@ import dramatiq
 
 from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, fire, fire_batch
 from services.messaging import CHAIN_QUEUE
+from services.pending_timer import APPLY_ACTOR, apply_change_of
 from services.schedules import recurrence_budget
 from settings import get_settings
 
@@ -29,3 +31,9 @@ async def fire_links(links: list[list[object]]) -> None:
     settings = get_settings()
     timing = ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
     await fire_batch([(str(instance_id), int(str(link_no))) for instance_id, link_no in links], timing)
+
+
+@dramatiq.actor(actor_name=APPLY_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
+async def apply_pending_change(task_id: str) -> None:
+    settings = get_settings()
+    await apply_change_of(task_id, ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings)))

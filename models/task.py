@@ -42,6 +42,7 @@ class Task(Model):
     # it applies: the chain applies it at that moment, before any decision about the task
     pending_change: dict[str, object] | None = fields.JSONField(null=True)
     pending_effective_at = fields.DatetimeField(null=True, db_index=True)
+    pending_linked_for = fields.DatetimeField(null=True)  # the effective_at a message to apply it went for
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
 

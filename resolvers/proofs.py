@@ -19,7 +19,7 @@ from services import media_proofs, proofs
 from services.chain import ChainTiming
 from services.errors import BadInput, PayloadTooLarge
 from services.media_proofs import MediaPolicy, MediaUpload
-from services.pending_changes import apply_due_change_before_proof
+from services.pending_timer import apply_due_change_before_proof
 
 
 class SubmitMedia(Protocol):

@@ -11,7 +11,7 @@ from schema.types.pagination import check_first
 from schema.types.verification import Verification
 from services import appeals, reviews
 from services.db import db_now
-from services.pending_changes import apply_due_change_before_proof
+from services.pending_timer import apply_due_change_before_proof
 
 
 @strawberry.type

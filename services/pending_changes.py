@@ -7,7 +7,7 @@ parts wait. The latest edit of a field wins: editing a field again drops its pen
 new value is easier it waits in its place. A pending change that gains or changes anything waits a full
 horizon again from that edit (the whole change, merged). At effective_at the chain applies it through
 the normal edit path (services/task_edits.py): first whoever locks the task (a proof, a review, an
-appeal, a fire, an edit), else the pump's next tick.
+appeal, a fire, an edit), else its message (services/pending_timer.py).
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
-from models import ReviewTimeoutPolicy, Task, TaskInstance, TaskState
-from services.chain import ChainTiming, lock_task
-from services.db import db_now, write_transaction
-from services.ids import is_uuid
-from services.schedules import DueTimes, prefetch_due_times
+from models import ReviewTimeoutPolicy, Task, TaskState
+from services.chain import ChainTiming
+from services.db import db_now
+from services.schedules import DueTimes
 from services.task_drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskPatch
-from services.task_edits import apply_fields, before, delete_locked, pause_locked, replan
+from services.task_edits import apply_fields, delete_locked, pause_locked, replan
 from verification.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields
 from verification.recurrence import Schedule
 
@@ -35,7 +34,6 @@ SCHEDULE_KEYS = (*SHAPE_KEYS, "window_seconds", "grace_seconds")
 PAUSE, DELETE = "pause", "delete"
 # the lock paths apply a due change without the request's timing: the pump links what they plan
 LAZY_TIMING = ChainTiming(link_horizon_seconds=0)
-APPLY_BATCH = 100
 
 
 def split_schedule(
@@ -290,52 +288,3 @@ async def apply_if_due(task: Task) -> None:
     now = await db_now()
     if is_due(task, now):
         await apply_pending_change(task, now, LAZY_TIMING)
-
-
-async def apply_due_change_before_proof(instance_id: str, arrival: datetime) -> None:
-    """Before a proof is read and judged (outside any lock): its task's change that was due when the
-    proof arrived applies first, so the proof meets the new rules. One read when none waits."""
-    if not is_uuid(instance_id):
-        return
-    task_ids = await TaskInstance.filter(id=instance_id, task__pending_effective_at__lte=arrival).values_list(
-        "task_id", flat=True
-    )
-    if task_ids:
-        async with write_transaction():
-            await lock_task(str(task_ids[0]))  # locking applies it
-
-
-async def apply_due_changes(timing: ChainTiming, limit: int = APPLY_BATCH) -> int:
-    """The pump's share: apply the changes that came due, earliest first, one transaction per task."""
-    now = await db_now()
-    task_ids = (
-        await Task.filter(pending_effective_at__lte=now)
-        .order_by("pending_effective_at")
-        .limit(limit)
-        .values_list("id", flat=True)
-    )
-    applied = 0
-    for task_id in task_ids:
-        try:
-            applied += await _apply_one(str(task_id), timing)
-        except Exception:
-            log.exception("pending change failed to apply", extra={"task_id": str(task_id)})
-    return applied
-
-
-async def _apply_one(task_id: str, timing: ChainTiming) -> int:
-    current = await Task.get_or_none(id=task_id)
-    if current is None or not current.pending_change:
-        return 0
-    due = None
-    if any(key in current.pending_change for key in SCHEDULE_KEYS):
-        # expanded before the row lock, as every planning step does
-        schedule = eventual_schedule(current, current.pending_change)
-        due = await prefetch_due_times(schedule, before(schedule.starts_at), timing.recurrence)
-    async with write_transaction():
-        task = await Task.filter(id=task_id).select_for_update().get()
-        now = await db_now()
-        if not is_due(task, now):
-            return 0  # applied or canceled meanwhile
-        await apply_pending_change(task, now, timing, due)
-    return 1

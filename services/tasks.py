@@ -102,6 +102,9 @@ async def _owned_task_locked(owner: User, task_id: str) -> Task:
             raise Forbidden("only the task's owner may change it")
         raise NotFound("no such task")
     await apply_if_due(task)  # a change whose moment has come applies before this edit is judged
+    if task.deleted_at is not None:
+        # its waiting deletion came due: this edit rolls back, and the pump's next tick applies it
+        raise NotFound("no such task")
     return task
 
 

@@ -34,4 +34,9 @@ class Migration(migrations.Migration):
             name="pending_effective_at",
             field=fields.DatetimeField(null=True, db_index=True, auto_now=False, auto_now_add=False),
         ),
+        ops.AddField(
+            model_name="Task",
+            name="pending_linked_for",
+            field=fields.DatetimeField(null=True, auto_now=False, auto_now_add=False),
+        ),
     ]
