@@ -41,7 +41,7 @@ class Task(Model):
     # an easier edit waiting out the owner's commitment horizon (services/pending_changes.py), and when
     # it applies: the chain applies it at that moment, before any decision about the task
     pending_change: dict[str, object] | None = fields.JSONField(null=True)
-    pending_effective_at = fields.DatetimeField(null=True, db_index=True)
+    pending_effective_at = fields.DatetimeField(null=True)  # partial index: migration 0009
     pending_linked_for = fields.DatetimeField(null=True)  # the effective_at a message to apply it went for
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
