@@ -1,5 +1,5 @@
 """chain.fire: one link of a task's chain (chain.fire_batch: links due at the same instant);
-chain.apply_pending_change: a task's waiting change, delivered at its effectiveAt.
+chain.apply_pending_changes: tasks' waiting changes, delivered at their effectiveAt.
 
 No Dramatiq retries: the pump is the retry."""
 
@@ -11,7 +11,7 @@ import dramatiq
 
 from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, fire, fire_batch
 from services.messaging import CHAIN_QUEUE
-from services.pending_timer import APPLY_ACTOR, apply_change_of
+from services.pending_timer import APPLY_ACTOR, apply_changes_of
 from services.schedules import recurrence_budget
 from settings import get_settings
 
@@ -34,6 +34,7 @@ async def fire_links(links: list[list[object]]) -> None:
 
 
 @dramatiq.actor(actor_name=APPLY_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
-async def apply_pending_change(task_id: str) -> None:
+async def apply_pending_changes(task_ids: list[str]) -> None:
     settings = get_settings()
-    await apply_change_of(task_id, ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings)))
+    timing = ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
+    await apply_changes_of([str(task_id) for task_id in task_ids], timing)

@@ -43,7 +43,9 @@ BURST = 2000
 
 _HOLD_SQL = """
 UPDATE tasks SET pending_change = '{"pause": true}'::jsonb, pending_effective_at = $2
-WHERE id = ANY(SELECT id FROM tasks WHERE title LIKE $1 || '-%' AND pending_change IS NULL LIMIT $3)
+WHERE id = ANY(
+    SELECT id FROM tasks WHERE title LIKE $1 || '-%' AND state = 'ACTIVE' AND pending_change IS NULL LIMIT $3
+)
 RETURNING id
 """
 _APPLIED_SQL = """

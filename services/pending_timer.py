@@ -1,7 +1,7 @@
 """When a pending task change applies: its message at effectiveAt, with the database as the timer.
 
 As with chain links, tasks.pending_effective_at is the durable timer and a Dramatiq message
-`chain.apply_pending_change(task_id)` only the delivery: the pump sends one for each change that enters
+`chain.apply_pending_changes(task_ids)` only the delivery: the pump sends one for each change that enters
 the link horizon (recording the effective_at it went for in pending_linked_for), and applies directly
 any change overdue by PROOFLOOP_LINK_OVERDUE_SECONDS (a lost message). Applying is idempotent: under the
 row lock, only a change still pending and due applies.
@@ -9,6 +9,7 @@ row lock, only a change still pending and due applies.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -25,8 +26,10 @@ from services.task_edits import before
 
 log = logging.getLogger("proofloop.pending_changes")
 
-APPLY_ACTOR = "chain.apply_pending_change"
+APPLY_ACTOR = "chain.apply_pending_changes"
 CLAIM_BATCH = 500
+# changes due at the same instant travel together, as chain links do (services.chain.LINK_BATCH)
+MESSAGE_BATCH = 50
 OVERDUE_BATCH = 100
 
 _CLAIM_SQL = """
@@ -63,10 +66,28 @@ async def link_pending_changes(timing: ChainTiming) -> int:
     async with write_transaction():
         horizon = await db_now() + timedelta(seconds=timing.link_horizon_seconds)
         rows = await connection().execute_query_dict(_claim_sql(is_sqlite()), [horizon, CLAIM_BATCH])
+    by_effective_at: dict[datetime, list[str]] = {}
+    for row in rows:
+        by_effective_at.setdefault(_as_utc(row["pending_effective_at"]), []).append(str(row["id"]))
     await send(
-        [Outgoing(APPLY_ACTOR, (str(row["id"]),), eta=_as_utc(row["pending_effective_at"])) for row in rows]
+        [
+            Outgoing(APPLY_ACTOR, (task_ids[start : start + MESSAGE_BATCH],), eta=effective_at)
+            for effective_at, task_ids in by_effective_at.items()
+            for start in range(0, len(task_ids), MESSAGE_BATCH)
+        ]
     )
     return len(rows)
+
+
+async def apply_changes_of(task_ids: list[str], timing: ChainTiming) -> None:
+    """A message's changes, each in its own transaction; one failing never stops the others (the pump's
+    backstop applies it)."""
+    results = await asyncio.gather(
+        *(apply_change_of(task_id, timing) for task_id in task_ids), return_exceptions=True
+    )
+    for task_id, result in zip(task_ids, results, strict=True):
+        if isinstance(result, BaseException):
+            log.error("pending change failed to apply", exc_info=result, extra={"task_id": task_id})
 
 
 async def apply_overdue_changes(timing: ChainTiming, overdue_seconds: float) -> int:
