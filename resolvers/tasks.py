@@ -112,7 +112,10 @@ class TaskMutations:
         )
         return Task(row=row)
 
-    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="easier parts wait out your commitment horizon (Task.pendingChange); the rest apply now",
+    )
     async def update_task(self, info: Info, id: strawberry.ID, input: UpdateTaskInput) -> Task:
         settings = info.context.settings
         row = await tasks.update_task(
@@ -125,7 +128,10 @@ class TaskMutations:
         )
         return Task(row=row)
 
-    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="with a commitment horizon, an ACTIVE task's pause waits (Task.pendingChange.pause)",
+    )
     async def pause_task(self, info: Info, id: strawberry.ID) -> Task:
         row = await tasks.pause_task(
             await info.context.viewer(), str(id), horizon_day=horizon_day(info.context.settings)
@@ -139,7 +145,10 @@ class TaskMutations:
         )
         return Task(row=row)
 
-    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="with a commitment horizon, an ACTIVE task's deletion waits (Task.pendingChange.delete)",
+    )
     async def delete_task(self, info: Info, id: strawberry.ID) -> bool:
         # true also when the deletion waits out the commitment horizon (the task shows it as pendingChange)
         await tasks.delete_task(
