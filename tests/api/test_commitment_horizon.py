@@ -258,6 +258,14 @@ async def test_fewer_occurrences_wait_and_the_chain_replans_at_effective_at(api:
     assert edited["pendingChange"]["schedule"]["rrule"] == "FREQ=DAILY;COUNT=2"
     assert edited["pendingChange"]["schedule"]["windowSeconds"] is None
 
+    # more occurrences (COUNT raised over the daily rule's next ones) is harder: at once
+    counted, _ = await create_open_task(api, token, "PHOTO")
+    await update(api, token, counted, schedule={"rrule": "FREQ=DAILY;COUNT=3"})  # waits (fewer)
+    await api.execute(CANCEL, {"id": counted}, token=token)
+    harder = await update(api, token, counted, schedule={"rrule": "FREQ=DAILY;INTERVAL=1"})
+    assert harder["schedule"]["rrule"] == "FREQ=DAILY;INTERVAL=1"  # the same due times: not easier
+    assert harder["pendingChange"] is None
+
     # a longer grace on another task, with a short horizon: the chain re-plans the open instance
     await set_horizon(api, token, 0)  # lowering waits out the 30 s in force ...
     assert (await api.execute(ME, token=token))["me"]["commitmentHorizon"]["days"] == 30
@@ -286,6 +294,23 @@ async def test_a_longer_grace_applies_by_the_chain_with_a_new_instance(api: ApiC
     assert current["id"] != instance_id  # a schedule change cancels and re-plans
     due, closes = datetime.fromisoformat(current["dueAt"]), datetime.fromisoformat(current["closesAt"])
     assert (closes - due).total_seconds() == 600
+
+
+async def test_a_review_timeout_that_approves_waits(api: ApiClient) -> None:
+    token, _ = await api.register()
+    await set_horizon(api, token, 30)
+    task_id, _ = await create_open_task(api, token, "PARTNER")  # 3600 s, REJECT
+    approving = await update(
+        api, token, task_id, partnerReview={"reviewWindowSeconds": 3600, "onTimeout": "APPROVE"}
+    )
+    assert approving["pendingChange"]["partnerReview"] == {
+        "reviewWindowSeconds": 3600,
+        "onTimeout": "APPROVE",
+    }
+    shorter = await update(
+        api, token, task_id, partnerReview={"reviewWindowSeconds": 600, "onTimeout": "REJECT"}
+    )
+    assert shorter["pendingChange"] is None  # partners have less time to approve: harder, and it supersedes
 
 
 async def test_resume_drops_a_waiting_pause_and_delete_waits(api: ApiClient) -> None:
