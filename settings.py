@@ -33,6 +33,7 @@ class Settings(BaseSettings):
 
     min_interval_seconds: int = 60
     appeal_window_seconds: int = 48 * 3600  # how long after settlement the owner may appeal
+    commitment_horizon_day_seconds: float = 86400  # one "day" of the commitment horizon (tests shorten it)
     # one recurrence call (validate, next due time, upcoming) stops past these; see README "Schedules"
     recurrence_max_steps: int = 200_000
     recurrence_max_seconds: float = 2.0

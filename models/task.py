@@ -38,6 +38,11 @@ class Task(Model):
     chain_version = fields.IntField(default=1)  # bumped by every edit that re-plans; stale links die on it
     last_seq = fields.IntField(default=0)  # sequence number of the latest planned instance
     deleted_at = fields.DatetimeField(null=True)
+    # an easier edit waiting out the owner's commitment horizon (services/pending_changes.py), and when
+    # it applies: the chain applies it at that moment, before any decision about the task
+    pending_change: dict[str, object] | None = fields.JSONField(null=True)
+    pending_effective_at = fields.DatetimeField(null=True)  # partial index: migration 0009
+    pending_linked_for = fields.DatetimeField(null=True)  # the effective_at a message to apply it went for
     created_at = fields.DatetimeField(auto_now_add=True)
     updated_at = fields.DatetimeField(auto_now=True)
 

@@ -17,6 +17,10 @@ class User(Model):
     created_at = fields.DatetimeField(auto_now_add=True)
     # set when a token mailed to `email` came back; an address counts only from then on
     email_verified_at = fields.DatetimeField(null=True)
+    # days an easier task edit waits before it applies (0: at once); a lowered value waits the old one out
+    commitment_horizon_days = fields.IntField(default=0, db_default=0)  # rows written by plain SQL too
+    lowered_horizon_days = fields.IntField(null=True)
+    lowered_horizon_at = fields.DatetimeField(null=True)
 
     class Meta:
         table = "users"

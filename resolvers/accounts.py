@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 import strawberry
 
 from resolvers.permissions import IsAuthenticated, Public
@@ -8,6 +10,7 @@ from schema.types.session import Session
 from schema.types.user import AuthPayload, User
 from services import accounts, email_verification, password_reset
 from services.accounts import AccountRules
+from services.commitment_horizon import MAX_HORIZON_DAYS, set_commitment_horizon
 from services.rate_limits import AttemptWindow, LoginBackoff
 
 
@@ -138,3 +141,12 @@ class AccountMutations:
             address=info.context.client_address(),
         )
         return _signed_in(info, issued)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description=f"days (0..{MAX_HORIZON_DAYS}) an easier edit of your tasks waits;"
+        " lowering it waits out the current value",
+    )
+    async def set_commitment_horizon(self, info: Info, days: int) -> User:
+        day = timedelta(seconds=info.context.settings.commitment_horizon_day_seconds)
+        return User(row=await set_commitment_horizon(await info.context.viewer(), days, day=day))

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import strawberry
@@ -26,6 +26,10 @@ from settings import Settings
 
 def chain_timing(settings: Settings) -> ChainTiming:
     return ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
+
+
+def horizon_day(settings: Settings) -> timedelta:
+    return timedelta(seconds=settings.commitment_horizon_day_seconds)
 
 
 async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
@@ -108,7 +112,10 @@ class TaskMutations:
         )
         return Task(row=row)
 
-    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="easier parts wait out your commitment horizon (Task.pendingChange); the rest apply now",
+    )
     async def update_task(self, info: Info, id: strawberry.ID, input: UpdateTaskInput) -> Task:
         settings = info.context.settings
         row = await tasks.update_task(
@@ -117,12 +124,19 @@ class TaskMutations:
             input.to_patch(),
             min_interval_seconds=settings.min_interval_seconds,
             timing=chain_timing(settings),
+            horizon_day=horizon_day(settings),
         )
         return Task(row=row)
 
-    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="with a commitment horizon, an ACTIVE task's pause waits (Task.pendingChange.pause)",
+    )
     async def pause_task(self, info: Info, id: strawberry.ID) -> Task:
-        return Task(row=await tasks.pause_task(await info.context.viewer(), str(id)))
+        row = await tasks.pause_task(
+            await info.context.viewer(), str(id), horizon_day=horizon_day(info.context.settings)
+        )
+        return Task(row=row)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def resume_task(self, info: Info, id: strawberry.ID) -> Task:
@@ -131,7 +145,20 @@ class TaskMutations:
         )
         return Task(row=row)
 
-    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="with a commitment horizon, an ACTIVE task's deletion waits (Task.pendingChange.delete)",
+    )
     async def delete_task(self, info: Info, id: strawberry.ID) -> bool:
-        await tasks.delete_task(await info.context.viewer(), str(id))
+        # true also when the deletion waits out the commitment horizon (the task shows it as pendingChange)
+        await tasks.delete_task(
+            await info.context.viewer(), str(id), horizon_day=horizon_day(info.context.settings)
+        )
         return True
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="drops the task's pending change (one already in effect has applied)",
+    )
+    async def cancel_pending_change(self, info: Info, task_id: strawberry.ID) -> Task:
+        return Task(row=await tasks.cancel_pending_change(await info.context.viewer(), str(task_id)))

@@ -65,8 +65,20 @@ def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
 
 
 async def lock_task(task_id: str) -> Task:
-    """Lock the task row for the rest of the transaction: edits and fires of one task take turns."""
-    return await Task.filter(id=task_id).select_for_update().get()
+    """Lock the task row for the rest of the transaction: edits and fires of one task take turns.
+
+    A pending change whose moment has come applies first, so what follows is judged by the new rules."""
+    task = await Task.filter(id=task_id).select_for_update().get()
+    if task.pending_effective_at is not None:
+        await _apply_pending_if_due(task)
+    return task
+
+
+async def _apply_pending_if_due(task: Task) -> None:
+    # imported here: pending changes edit through services.task_edits, which builds on this module
+    from services.pending_changes import apply_if_due
+
+    await apply_if_due(task)
 
 
 def settlement(outcome: InstanceStatus, at: datetime) -> dict[str, Any]:
@@ -176,6 +188,11 @@ async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutco
         if found is None:
             return FireOutcome.NOTHING_OWED
         instance, task, now = found
+        if task.pending_effective_at is not None and task.pending_effective_at <= now:
+            await _apply_pending_if_due(task)  # e.g. a longer grace that came due before this deadline
+            found = await read_instance_locking_task(instance_id)
+            assert found is not None  # the instance row was locked with its task
+            instance, task, now = found
         if instance.fire_at is None or instance.status not in OPEN_STATUSES:
             return FireOutcome.NOTHING_OWED
         if instance.status is InstanceStatus.PENDING:

@@ -11,9 +11,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from observability.metrics import PUMP_BACKLOG, count_links_sent
-from services.chain import send_links
+from services.chain import ChainTiming, send_links
 from services.db import connection, db_now, is_sqlite, write_transaction
 from services.events import announce_committed_events
+from services.pending_timer import apply_overdue_changes, link_pending_changes
 
 _PUMP_LOCK_KEY = 7_311_002
 
@@ -123,7 +124,11 @@ async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True
 
 
 async def pump_once(settings: PumpSettings, *, resend_overdue: bool = True) -> PumpTick:
-    """One tick: hand over links, and position/announce events a crashed process left behind."""
+    """One tick: hand over pending task changes and links, and position/announce events a crashed
+    process left behind."""
+    timing = ChainTiming(settings.link_horizon_seconds)
+    await link_pending_changes(timing)
+    await apply_overdue_changes(timing, settings.link_overdue_seconds)
     tick = await claim_due_links(settings, resend_overdue=resend_overdue)
     await announce_committed_events()
     return tick

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from models import (
     ReviewTimeoutPolicy,
@@ -13,15 +13,25 @@ from models import (
     VerificationMethod,
 )
 from services.access import is_active_partner
-from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
+from services.chain import ChainTiming, plan_next_instance
+from services.commitment_horizon import horizon_of
 from services.db import db_now, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.ids import parse_id
+from services.pending_changes import (
+    DELETE,
+    PAUSE,
+    apply_if_due,
+    hold_change,
+    schedule_columns,
+    schedule_touched_keys,
+    split_rules,
+)
+from services.schedule_edits import DAY, plan_schedule_edit
 from services.schedules import DueTimes, check_schedule, next_due_after, prefetch_due_times, schedule_of
 from services.task_drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
-    SchedulePatch,
     TaskDraft,
     TaskPatch,
     check_description,
@@ -29,6 +39,8 @@ from services.task_drafts import (
     check_rules,
     check_title,
 )
+from services.task_edits import apply_fields, before, delete_locked, pause_locked, replan, whole_seconds
+from verification.horizon import Lifecycle, lifecycle_waits
 from verification.recurrence import Schedule
 
 
@@ -44,7 +56,7 @@ async def create_task(
         schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
     )
     draft = replace(draft, schedule=schedule)
-    due = await prefetch_due_times(draft.schedule, _before(draft.schedule.starts_at), timing.recurrence)
+    due = await prefetch_due_times(draft.schedule, before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
         partner = PartnerRuleDraft(DEFAULT_REVIEW_WINDOW_SECONDS, on_timeout=ReviewTimeoutPolicy.REJECT)
@@ -73,23 +85,13 @@ async def create_task(
             review_on_timeout=partner.on_timeout if partner else None,
         )
         # a one-off whose time has passed plans nothing and ends at once
-        await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing, due=due)
+        await plan_next_instance(task, after=before(task.starts_at), now=now, timing=timing, due=due)
     return task
 
 
 async def check_task_quota(owner: User, max_tasks: int) -> None:
     if await Task.filter(owner_id=owner.id, deleted_at=None).count() >= max_tasks:
         raise Conflict(f"you have {max_tasks} tasks, the most allowed: delete one to create another")
-
-
-def whole_seconds(schedule: Schedule) -> Schedule:
-    """Occurrences fall on whole seconds, so DTSTART does too (else the first one would be skipped)."""
-    return replace(schedule, starts_at=schedule.starts_at.replace(microsecond=0))
-
-
-def _before(at: datetime) -> datetime:
-    """Just before `at`, so an occurrence exactly at `at` still counts as upcoming."""
-    return at - timedelta(microseconds=1)
 
 
 async def _owned_task_locked(owner: User, task_id: str) -> Task:
@@ -99,59 +101,51 @@ async def _owned_task_locked(owner: User, task_id: str) -> Task:
         if task is not None and await is_active_partner(str(owner.id), str(task.owner_id)):
             raise Forbidden("only the task's owner may change it")
         raise NotFound("no such task")
+    await apply_if_due(task)  # a change whose moment has come applies before this edit is judged
+    if task.deleted_at is not None:
+        # its waiting deletion came due: this edit rolls back, and the pump's next tick applies it
+        raise NotFound("no such task")
     return task
 
 
-def _patched_schedule(task: Task, patch: SchedulePatch) -> Schedule:
-    return Schedule(
-        starts_at=patch.starts_at if patch.starts_at is not None else task.starts_at,
-        rrule=patch.rrule if patch.rrule_set else task.rrule,
-        timezone=patch.timezone if patch.timezone is not None else task.timezone,
-        window_seconds=patch.window_seconds if patch.window_seconds is not None else task.window_seconds,
-        grace_seconds=patch.grace_seconds if patch.grace_seconds is not None else task.grace_seconds,
-    )
-
-
 async def update_task(
-    owner: User, task_id: str, patch: TaskPatch, *, min_interval_seconds: int, timing: ChainTiming
+    owner: User,
+    task_id: str,
+    patch: TaskPatch,
+    *,
+    min_interval_seconds: int,
+    timing: ChainTiming,
+    horizon_day: timedelta = DAY,
 ) -> Task:
+    """Harder and neutral parts apply at once; easier parts wait out the owner's commitment horizon."""
     title = check_title(patch.title) if patch.title is not None else None
     description = check_description(patch.description)
     check_given_rules(patch.gps, patch.video_min_duration_seconds, patch.partner)
     for _ in range(_SCHEDULE_ATTEMPTS):
-        # the schedule is checked and expanded before the row lock, then re-read under it
-        checked, due = await _checked_schedule(owner, task_id, patch.schedule, min_interval_seconds, timing)
+        # the schedule is checked, split and expanded before the row lock, then re-read under it
+        plan = await plan_schedule_edit(
+            owner,
+            task_id,
+            patch.schedule,
+            min_interval_seconds=min_interval_seconds,
+            timing=timing,
+            day=horizon_day,
+        )
         async with write_transaction():
             task = await _owned_task_locked(owner, task_id)
-            if patch.schedule is not None and (
-                checked is None or _new_schedule(task, patch.schedule) != replace(checked, count_ends_at=None)
-            ):
+            if not plan.fits(task, has_schedule=patch.schedule is not None):
                 continue  # edited meanwhile: check the schedule it has now
-            await _apply_update(task, title, description, patch, checked, due, timing)
+            now_patch, later, touched = split_rules(task, patch) if plan.waits else (patch, {}, set())
+            later |= schedule_columns(plan.later, plan.eventual)
+            touched |= schedule_touched_keys(patch.schedule)
+            await _apply_update(task, title, description, now_patch, plan.now, plan.due, timing)
+            if later or task.pending_change:
+                await hold_change(task, later, touched, now=await db_now(), horizon=plan.horizon)
             return task
     raise Conflict("the task's schedule kept changing during this update; try again")
 
 
 _SCHEDULE_ATTEMPTS = 3
-
-
-def _new_schedule(task: Task, patch: SchedulePatch) -> Schedule:
-    return whole_seconds(_patched_schedule(task, patch))
-
-
-async def _checked_schedule(
-    owner: User, task_id: str, patch: SchedulePatch | None, min_interval_seconds: int, timing: ChainTiming
-) -> tuple[Schedule | None, DueTimes | None]:
-    if patch is None:
-        return None, None
-    current = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
-    if current is None or str(current.owner_id) != str(owner.id):
-        return None, None  # the locked read answers NOT_FOUND or FORBIDDEN without judging the input
-    schedule = _new_schedule(current, patch)
-    schedule = await check_schedule(
-        schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
-    )
-    return schedule, await prefetch_due_times(schedule, _before(schedule.starts_at), timing.recurrence)
 
 
 async def _apply_update(
@@ -169,47 +163,15 @@ async def _apply_update(
         raise BadInput("input.video", "applies only to VIDEO tasks")
     if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
         raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
-    _apply_fields(task, title, description, patch)
+    apply_fields(task, title, description, patch)
     if schedule is not None:
-        await _replan(task, schedule, timing, due)
+        await replan(task, schedule, timing, due)
     else:
         # rule changes apply in place: proofs read the rule from the task row when they arrive
         await task.save()
 
 
-def _apply_fields(task: Task, title: str | None, description: str | None, patch: TaskPatch) -> None:
-    if title is not None:
-        task.title = title
-    if patch.description_set:
-        task.description = description
-    if patch.gps is not None:
-        task.gps_latitude, task.gps_longitude = patch.gps.latitude, patch.gps.longitude
-        task.gps_radius_meters = patch.gps.radius_meters
-        task.gps_max_accuracy_meters = patch.gps.max_accuracy_meters
-    if patch.video_min_duration_seconds is not None:
-        task.video_min_duration_seconds = patch.video_min_duration_seconds
-    if patch.partner is not None:
-        task.review_window_seconds = patch.partner.review_window_seconds
-        task.review_on_timeout = patch.partner.on_timeout
-
-
-async def _replan(task: Task, schedule: Schedule, timing: ChainTiming, due: DueTimes | None) -> None:
-    """A schedule change cancels the PENDING instance and plans from the new rule (this task only)."""
-    now = await db_now()
-    task.starts_at, task.rrule, task.timezone = schedule.starts_at, schedule.rrule, schedule.timezone
-    task.window_seconds, task.grace_seconds = schedule.window_seconds, schedule.grace_seconds
-    task.count_ends_at = schedule.count_ends_at
-    task.chain_version += 1
-    await task.save()
-    await cancel_open_instance(task, now)
-    if task.state is TaskState.ENDED and await next_due_after(task, now, timing.recurrence, due) is not None:
-        task.state = TaskState.ACTIVE  # a new schedule revives a task whose old rule ran out
-        await task.save(update_fields=["state", "updated_at"])
-    if task.state is TaskState.ACTIVE:
-        await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing, due=due)
-
-
-async def pause_task(owner: User, task_id: str) -> Task:
+async def pause_task(owner: User, task_id: str, *, horizon_day: timedelta = DAY) -> Task:
     async with write_transaction():
         task = await _owned_task_locked(owner, task_id)
         if task.state is TaskState.PAUSED:
@@ -217,10 +179,11 @@ async def pause_task(owner: User, task_id: str) -> Task:
         if task.state is not TaskState.ACTIVE:
             raise Conflict(f"a task in state {task.state.value} cannot be paused")
         now = await db_now()
-        task.state = TaskState.PAUSED
-        task.chain_version += 1  # links already in flight become stale
-        await task.save(update_fields=["state", "chain_version", "updated_at"])
-        await cancel_open_instance(task, now)
+        horizon = horizon_of(owner, now, horizon_day)
+        if horizon > timedelta(0) and lifecycle_waits(Lifecycle.PAUSE, active=True):
+            await hold_change(task, {PAUSE: True}, set(), now=now, horizon=horizon)
+        else:
+            await pause_locked(task, now)
     return task
 
 
@@ -228,10 +191,12 @@ async def resume_task(owner: User, task_id: str, *, timing: ChainTiming) -> Task
     current = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
     due = None
     if current is not None and str(current.owner_id) == str(owner.id):
-        due = await prefetch_due_times(schedule_of(current), _before(current.starts_at), timing.recurrence)
+        due = await prefetch_due_times(schedule_of(current), before(current.starts_at), timing.recurrence)
     async with write_transaction():
         task = await _owned_task_locked(owner, task_id)
         if task.state is TaskState.ACTIVE:
+            if (task.pending_change or {}).get(PAUSE):  # resuming is harder: a waiting pause is dropped
+                await hold_change(task, {}, {PAUSE}, now=await db_now(), horizon=timedelta(0))
             return task
         if task.state is not TaskState.PAUSED:
             raise Conflict(f"a task in state {task.state.value} cannot be resumed")
@@ -246,12 +211,27 @@ async def resume_task(owner: User, task_id: str, *, timing: ChainTiming) -> Task
     return task
 
 
-async def delete_task(owner: User, task_id: str) -> None:
-    """Soft-delete: the task leaves listings; its history and events keep resolving it."""
+async def delete_task(owner: User, task_id: str, *, horizon_day: timedelta = DAY) -> Task | None:
+    """Soft-delete (history and events keep resolving the task); an ACTIVE task's deletion waits out the
+    owner's commitment horizon: then the task is returned, still there with its pending change."""
     async with write_transaction():
         task = await _owned_task_locked(owner, task_id)
         now = await db_now()
-        task.deleted_at = now
-        task.chain_version += 1
-        await task.save(update_fields=["deleted_at", "chain_version", "updated_at"])
-        await cancel_open_instance(task, now, statuses=OPEN_STATUSES)
+        horizon = horizon_of(owner, now, horizon_day)
+        if horizon > timedelta(0) and lifecycle_waits(
+            Lifecycle.DELETE, active=task.state is TaskState.ACTIVE
+        ):
+            await hold_change(task, {DELETE: True}, set(), now=now, horizon=horizon)
+            return task
+        await delete_locked(task, now)
+    return None
+
+
+async def cancel_pending_change(owner: User, task_id: str) -> Task:
+    """The owner drops what waits (a change that came due has already applied: locking applies it)."""
+    async with write_transaction():
+        task = await _owned_task_locked(owner, task_id)
+        if task.pending_change is not None:
+            task.pending_change, task.pending_effective_at = None, None
+            await task.save(update_fields=["pending_change", "pending_effective_at", "updated_at"])
+    return task

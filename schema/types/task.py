@@ -11,6 +11,7 @@ from models import Task as TaskRow
 from schema.context import Info
 from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
 from schema.types.pagination import PageInfo, check_first, decode_cursor
+from schema.types.pending_change import PendingChange, pending_change_of
 from schema.types.user import User, load_user
 from services.errors import BadInput
 from services.progress import Scope, ScopeKind
@@ -174,6 +175,15 @@ class Task:
         # a partner reads it from the partnership's start, as the rest of the history (services/access.py)
         since = (await info.context.access()).history_start(self.row.owner_id)
         return Progress(scope=Scope(ScopeKind.TASK, str(self.row.id), since=since))
+
+    @strawberry.field(
+        description="an easier edit waiting out the owner's commitment horizon; owner and active partners"
+    )
+    async def pending_change(self, info: Info) -> PendingChange | None:
+        if self.row.pending_change is None:
+            return None
+        viewer = await info.context.viewer()
+        return pending_change_of(self.row, owner=str(viewer.id) == str(self.row.owner_id))
 
     @strawberry.field
     def created_at(self) -> datetime:

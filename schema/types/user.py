@@ -1,9 +1,19 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 import strawberry
 
 from models import User as UserRow
 from schema.context import Info
+from services.commitment_horizon import horizon_days
+
+
+@strawberry.type(description="how long an easier edit of your tasks waits before it applies")
+class CommitmentHorizon:
+    days: int = strawberry.field(description="in force now; 0: edits apply at once")
+    lowering_to: int | None = strawberry.field(description="a lowered value, in force from loweringAt")
+    lowering_at: datetime | None
 
 
 @strawberry.type
@@ -30,6 +40,19 @@ class User:
     @strawberry.field(description="only on yourself")
     async def email(self, info: Info) -> str | None:
         return self.row.email if await self._is_self(info) else None
+
+    @strawberry.field(description="only on yourself")
+    async def commitment_horizon(self, info: Info) -> CommitmentHorizon | None:
+        if not await self._is_self(info):
+            return None
+        row, now = self.row, await info.context.now()
+        days = horizon_days(row, now)
+        lowering = row.lowered_horizon_at is not None and row.lowered_horizon_at > now
+        return CommitmentHorizon(
+            days=days,
+            lowering_to=row.lowered_horizon_days if lowering else None,
+            lowering_at=row.lowered_horizon_at if lowering else None,
+        )
 
     @strawberry.field(description="only on yourself")
     async def email_verified(self, info: Info) -> bool | None:

@@ -34,6 +34,7 @@ from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
 from services.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
+from services.pending_timer import apply_due_change_before_proof
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
 from storage.blobs import BlobStore
 from verification.window import in_window
@@ -96,7 +97,9 @@ async def prove(
     max_attempts: int,
 ) -> Verification:
     """Run a proof's steps in order and return its Verification (or raise the error the contract names)."""
-    # 1. who may prove it: the viewer's own PENDING instance of this kind, within its attempts quota
+    # 1. the rules it meets: a change of its task that was due when it arrived applies first
+    await apply_due_change_before_proof(instance_id, arrival)
+    # who may prove it: the viewer's own PENDING instance of this kind, within its attempts quota
     target = await proof_target(viewer, instance_id, kind.method, max_attempts=max_attempts)
     if kind.admit is not None:
         await kind.admit(target)

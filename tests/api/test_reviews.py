@@ -126,7 +126,8 @@ async def test_first_decision_wins(api: ApiClient) -> None:
 
 async def test_decision_after_the_deadline_is_a_conflict(api: ApiClient) -> None:
     owner_token, _, partner_token, _ = await partner_pair(api)
-    schedule = {**open_schedule(starts_in_seconds=1), "graceSeconds": 0}
+    # due in 4 s: the review request must arrive before the due time, even on a loaded machine
+    schedule = {**open_schedule(starts_in_seconds=4), "graceSeconds": 0}
     _, instance_id = await create_open_task(
         api, owner_token, "PARTNER", schedule=schedule, partnerReview={"reviewWindowSeconds": 1}
     )

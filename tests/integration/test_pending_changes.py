@@ -1,0 +1,84 @@
+"""A pending change that came due applies before any decision about its task: under lock_task (proofs,
+reviews, appeals) and in the fire at a deadline, even when the pump has not run yet."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from models import InstanceStatus, Task, TaskInstance, TaskState, User, VerificationMethod
+from services.chain import ChainTiming, FireOutcome, fire, lock_task
+from services.db import db_now, write_transaction
+from services.task_drafts import GpsRuleDraft, TaskDraft
+from services.tasks import create_task
+from verification.recurrence import Schedule
+
+TIMING = ChainTiming(link_horizon_seconds=0)  # nothing linked: this test fires by hand
+
+
+async def _task(method: VerificationMethod, due_in: float, **rules: object) -> tuple[Task, TaskInstance]:
+    user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
+    due = (datetime.now(UTC) + timedelta(seconds=due_in)).replace(microsecond=0)
+    draft = TaskDraft(
+        title="Daily",
+        description=None,
+        method=method,
+        schedule=Schedule(
+            starts_at=due, rrule="FREQ=DAILY", timezone="UTC", window_seconds=60, grace_seconds=0
+        ),
+        **rules,  # type: ignore[arg-type]
+    )
+    task = await create_task(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)
+    return task, await TaskInstance.get(task_id=task.id)
+
+
+async def _hold(task: Task, change: dict[str, object]) -> None:
+    """A pending change whose moment has just passed (as if the pump were late)."""
+    await Task.filter(id=task.id).update(
+        pending_change=change, pending_effective_at=await db_now() - timedelta(milliseconds=10)
+    )
+
+
+@pytest.mark.usefixtures("orm")
+async def test_lock_task_applies_a_due_rule_change_in_place() -> None:
+    gps = GpsRuleDraft(latitude=52.52, longitude=13.405, radius_meters=150, max_accuracy_meters=100)
+    task, instance = await _task(VerificationMethod.GPS, 600, gps=gps)
+    await _hold(task, {"gps_radius_meters": 2000.0})
+    async with write_transaction():
+        locked = await lock_task(str(task.id))
+    assert (locked.gps_radius_meters, locked.pending_change, locked.pending_effective_at) == (
+        2000.0,
+        None,
+        None,
+    )
+    stored = await Task.get(id=task.id)
+    assert (stored.gps_radius_meters, stored.pending_change) == (2000.0, None)
+    # a rule change applies in place: the open instance stays
+    assert (await TaskInstance.get(id=instance.id)).status is InstanceStatus.PENDING
+
+
+@pytest.mark.usefixtures("orm")
+async def test_the_fire_applies_a_due_pause_before_settling() -> None:
+    task, instance = await _task(VerificationMethod.PHOTO, 1)
+    await asyncio.sleep((instance.closes_at - datetime.now(UTC)).total_seconds() + 0.2)
+    await _hold(task, {"pause": True})
+    outcome = await fire(str(instance.id), instance.link_no, TIMING)
+    # paused first, so the deadline owes nothing: CANCELED, never MISSED
+    assert outcome in (FireOutcome.NOTHING_OWED, FireOutcome.STALE)
+    assert (await TaskInstance.get(id=instance.id)).status is InstanceStatus.CANCELED
+    stored = await Task.get(id=task.id)
+    assert (stored.state, stored.pending_change) == (TaskState.PAUSED, None)
+
+
+@pytest.mark.usefixtures("orm")
+async def test_a_change_not_yet_due_waits_under_lock() -> None:
+    task, _ = await _task(VerificationMethod.PHOTO, 600)
+    await Task.filter(id=task.id).update(
+        pending_change={"pause": True}, pending_effective_at=await db_now() + timedelta(hours=1)
+    )
+    async with write_transaction():
+        locked = await lock_task(str(task.id))
+    assert (locked.state, locked.pending_change) == (TaskState.ACTIVE, {"pause": True})

@@ -1,0 +1,107 @@
+"""The commitment horizon's one rule: whether an edit makes a task easier (it waits) or not (at once).
+
+"Easier" means more likely to end VERIFIED for the same effort. Each rule field is judged on its own,
+old value against new; an unchanged value is never easier. A field this module does not know (title,
+description) is never easier. The verification method cannot be edited, so it has no entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+class RuleField(StrEnum):
+    WINDOW = "window_seconds"
+    GRACE = "grace_seconds"
+    OCCURRENCES = "occurrences"  # startsAt, rrule and timezone together: when instances fall due
+    GPS_CENTER = "gps_center"
+    GPS_RADIUS = "gps_radius_meters"
+    GPS_ACCURACY = "gps_max_accuracy_meters"
+    VIDEO_MIN_DURATION = "video_min_duration_seconds"
+    PARTNER_REVIEW = "partner_review"
+
+
+class Lifecycle(StrEnum):
+    PAUSE = "PAUSE"
+    DELETE = "DELETE"
+    RESUME = "RESUME"
+
+
+@dataclass(frozen=True)
+class PartnerReview:
+    window_seconds: int
+    approve_on_timeout: bool
+
+
+@dataclass(frozen=True)
+class DueSample:
+    """A schedule's next due times from one moment on; exhausted when it has none after the last."""
+
+    times: Sequence[datetime]
+    exhausted: bool
+
+
+Value = float | tuple[float, float] | PartnerReview | DueSample
+
+_LARGER_IS_EASIER = frozenset(
+    {RuleField.WINDOW, RuleField.GRACE, RuleField.GPS_RADIUS, RuleField.GPS_ACCURACY}
+)
+
+
+def makes_easier(field: RuleField, old: Value, new: Value) -> bool:
+    """Whether changing `field` from `old` to `new` makes the task easier."""
+    if field in _LARGER_IS_EASIER:
+        assert isinstance(old, int | float)
+        assert isinstance(new, int | float)
+        return new > old  # a longer window or grace, a bigger geofence, a vaguer fix allowed
+    if field is RuleField.VIDEO_MIN_DURATION:
+        assert isinstance(old, int | float)
+        assert isinstance(new, int | float)
+        return new < old
+    if field is RuleField.GPS_CENTER:
+        return new != old  # a moved geofence may be moved to where one already is
+    if field is RuleField.PARTNER_REVIEW:
+        assert isinstance(old, PartnerReview)
+        assert isinstance(new, PartnerReview)
+        return _review_easier(old, new)
+    assert isinstance(old, DueSample)
+    assert isinstance(new, DueSample)
+    return _occurrences_easier(old, new)
+
+
+def _review_easier(old: PartnerReview, new: PartnerReview) -> bool:
+    if old.approve_on_timeout != new.approve_on_timeout:
+        return new.approve_on_timeout
+    if new.approve_on_timeout:
+        return new.window_seconds < old.window_seconds  # the timeout approves sooner
+    return new.window_seconds > old.window_seconds  # partners have longer to approve before it rejects
+
+
+def _occurrences_easier(old: DueSample, new: DueSample) -> bool:
+    """Easier unless every due time of the old schedule (over the span both samples cover) stays due:
+    fewer occurrences (COUNT, UNTIL, a sparser rule) and moved ones both wait."""
+    if not old.times:
+        return False  # an exhausted schedule owes nothing: any new one owes more
+    span_end = None if new.exhausted or not new.times else new.times[-1]
+    kept = set(new.times)
+    return any(at not in kept for at in old.times if span_end is None or at <= span_end)
+
+
+def lifecycle_waits(action: Lifecycle, *, active: bool) -> bool:
+    """Pausing or deleting an ACTIVE task waits; resuming, and ending what owes nothing, do not."""
+    return active and action in (Lifecycle.PAUSE, Lifecycle.DELETE)
+
+
+def waiting_fields(
+    current: Mapping[RuleField, Value], proposed: Mapping[RuleField, Value]
+) -> frozenset[RuleField]:
+    """Of the proposed values, the fields whose change makes the task easier (a field with no current
+    value is being set for the first time: never easier)."""
+    return frozenset(
+        field
+        for field, new in proposed.items()
+        if field in current and makes_easier(field, current[field], new)
+    )
