@@ -20,8 +20,8 @@ from strawberry.subscriptions import (
 
 from actors.broker import configure_broker
 from observability.statements import StatementCount, count_statements
-from realtime import notices
 from realtime.hub import Hub, start_hub, stop_hub
+from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
 from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await open_database(settings)
         configure_broker(settings.resolved_redis_url, timeouts=RedisTimeouts.of(settings))
-        notices.configure(settings.resolved_redis_url, RedisTimeouts.of(settings))
+        open_redis(settings.resolved_redis_url, RedisTimeouts.of(settings))
         await start_hub(
             Hub(
                 settings.resolved_redis_url,
@@ -100,7 +100,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             if sweep is not None:
                 sweep.cancel()
             await stop_hub()
-            await notices.close()
+            await close_redis()
             await close_database()
             passwords.close()
 

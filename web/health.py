@@ -10,7 +10,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from realtime import notices
+from realtime.redis_client import redis_client
 from services.db import connection
 
 
@@ -20,7 +20,7 @@ async def _database() -> str:
 
 
 async def _redis() -> str:
-    await notices.client().ping()
+    await redis_client().ping()
     return "ok"
 
 
