@@ -45,7 +45,7 @@ def is_sqlite() -> bool:
 
 @asynccontextmanager
 async def write_transaction() -> AsyncIterator[BaseDBAsyncClient]:
-    """A transaction that writes: BEGIN IMMEDIATE on SQLite; nested calls join the outer one."""
+    """A transaction that writes (BEGIN IMMEDIATE on SQLite, see models/config.py); nested ones join it."""
     if _after_commit.get() is not None:
         yield connection()
         return
