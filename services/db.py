@@ -23,14 +23,14 @@ T = TypeVar("T")
 
 
 @dataclass
-class _AfterCommit:
+class _CommitWork:
     """What the current transaction does once it commits: hooks in order, and the batches they flush."""
 
     hooks: list[AfterCommit] = field(default_factory=list)
     batches: dict[object, list[Any]] = field(default_factory=dict)
 
 
-_after_commit: contextvars.ContextVar[_AfterCommit | None] = contextvars.ContextVar(
+_after_commit: contextvars.ContextVar[_CommitWork | None] = contextvars.ContextVar(
     "proofloop_after_commit", default=None
 )
 
@@ -49,7 +49,7 @@ async def write_transaction() -> AsyncIterator[BaseDBAsyncClient]:
     if _after_commit.get() is not None:
         yield connection()
         return
-    pending = _AfterCommit()
+    pending = _CommitWork()
     token = _after_commit.set(pending)
     try:
         async with in_transaction("default") as conn:
@@ -60,7 +60,7 @@ async def write_transaction() -> AsyncIterator[BaseDBAsyncClient]:
         await hook()
 
 
-def _pending(what: str) -> _AfterCommit:
+def _pending(what: str) -> _CommitWork:
     pending = _after_commit.get()
     if pending is None:
         raise RuntimeError(f"{what} outside write_transaction")
