@@ -20,12 +20,14 @@ from strawberry.subscriptions import (
 
 from actors.broker import configure_broker
 from observability.statements import StatementCount, count_statements
-from realtime import notices
-from realtime.hub import Hub, start_hub, stop_hub
+from realtime.hub import Hub
+from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
 from runtime import close_database, configure_logging, open_database
 from schema.schema import schema
 from services import access, accounts, feeds
+from services.decode_gate import DecodeGate
+from services.events import Announcer, use_announcer
 from services.media_storage import sweep_orphans_forever
 from services.passwords import PasswordHashing
 from settings import Settings, get_settings
@@ -38,6 +40,7 @@ from web.metrics import metrics
 from web.origins import allowed_headers, allowed_origins
 from web.persisted_documents import TrustedDocuments
 from web.slow_body import SlowBodyGuard
+from web.state import ApiResources, ApiState
 from web.uploads import UploadLimits
 
 
@@ -56,10 +59,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
     if settings.count_statements:
         count_statements()
     origins = allowed_origins(settings)
-    passwords = PasswordHashing(settings.password_hash_threads, settings.password_hash_queue)
     graphql = ProofloopGraphQL(
         settings,
-        passwords,
         schema=schema,
         graphql_ide="graphiql",
         multipart_uploads_enabled=True,
@@ -76,18 +77,28 @@ def create_app(settings: Settings | None = None) -> Starlette:
     )
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await open_database(settings)
+    async def lifespan(app: Starlette) -> AsyncIterator[ApiState]:
+        """Opens every resource of the API process, in one place; requests read them from their state."""
+        database = await open_database(settings)
         configure_broker(settings.resolved_redis_url, timeouts=RedisTimeouts.of(settings))
-        notices.configure(settings.resolved_redis_url, RedisTimeouts.of(settings))
-        await start_hub(
-            Hub(
-                settings.resolved_redis_url,
-                read_after=feeds.events_after,
-                watchers_of=access.watchers_of,
-                latest_position=feeds.latest_position,
-                token_expiry=accounts.token_expiry,
-            )
+        redis = open_redis(settings.resolved_redis_url, RedisTimeouts.of(settings))
+        hub = Hub(
+            settings.resolved_redis_url,
+            read_after=feeds.events_after,
+            watchers_of=access.watchers_of,
+            latest_position=feeds.latest_position,
+            token_expiry=accounts.token_expiry,
+        )
+        await hub.start()
+        resources = ApiResources(
+            settings=settings,
+            database=database,
+            redis=redis,
+            hub=hub,
+            announcer=use_announcer(Announcer(wait=True)),
+            passwords=PasswordHashing(settings.password_hash_threads, settings.password_hash_queue),
+            # one per process: every request's media decodes share it
+            decode_gate=DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue),
         )
         sweep = start_media_sweep(settings)
         if settings.gc_freeze:
@@ -95,14 +106,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
             gc.collect()
             gc.freeze()
         try:
-            yield
+            yield {"resources": resources}
         finally:
             if sweep is not None:
                 sweep.cancel()
-            await stop_hub()
-            await notices.close()
+            await hub.stop()
+            await close_redis()
             await close_database()
-            passwords.close()
+            resources.passwords.close()
 
     return Starlette(
         routes=[

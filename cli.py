@@ -163,14 +163,6 @@ def worker_command(processes: int, threads: int) -> list[str]:
     ]
 
 
-def worker_env() -> dict[str, str]:
-    from actors.broker import WORKER_TIMEOUT_MS
-
-    env = dict(os.environ)
-    env.setdefault("dramatiq_worker_timeout", str(WORKER_TIMEOUT_MS))
-    return env
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run Dramatiq worker processes: the chain's links and the pump; metrics on WORKER_METRICS_PORT.
 
@@ -183,7 +175,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     configure_logging(settings)
     stop = StopSignals()  # before any child starts: a signal during start-up still stops every child
     with redis_for(settings), private_multiprocess_dir("worker") as metrics_dir:
-        env = worker_env()
+        env = dict(os.environ)
         # dramatiq always runs its workers as child processes: they write metric files, this one serves them
         env[MULTIPROC_ENV] = metrics_dir
         serve_worker_metrics(settings.host, settings.worker_metrics_port, metrics_dir)

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import FrameType
 
 from tortoise import Tortoise
+from tortoise.backends.base.client import BaseDBAsyncClient
+from tortoise.connection import get_connection
 
 from models.config import tortoise_config
 from settings import Settings
@@ -84,9 +86,11 @@ def configure_logging(settings: Settings) -> None:
             requests.addFilter(WithoutQueryString())
 
 
-async def open_database(settings: Settings) -> None:
+async def open_database(settings: Settings) -> BaseDBAsyncClient:
+    """Open the process's database (models/config.py says how: pool, timeouts, SQLite's BEGIN IMMEDIATE)."""
     # the global fallback makes the connection visible to every task and thread of this process
     await Tortoise.init(config=tortoise_config(settings), _enable_global_fallback=True)
+    return get_connection("default")
 
 
 async def close_database() -> None:

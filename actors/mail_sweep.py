@@ -17,7 +17,7 @@ log = logging.getLogger("proofloop.mail")
 
 
 class MailSweep(Middleware):
-    """Runs on the worker's event loop, after the database is open (added after WorkerResources)."""
+    """Runs on the worker's event loop, after the database is open (added after WorkerDatabase)."""
 
     def __init__(self, settings: Settings) -> None:
         self.interval = settings.mail_sweep_seconds

@@ -1,12 +1,19 @@
-"""The module `dramatiq` loads in each worker process: the broker with worker resources, then the actors."""
+"""The module `dramatiq` loads in each worker process: the broker, one middleware per resource or loop, then
+the actors. Middleware boots in this order and shuts down in the reverse one, so the event loop opens first
+and stops last, and the pump and sweeps stop before the database and Redis close."""
 
 from __future__ import annotations
 
 import signal
 
-from actors.broker import configure_broker
+from dramatiq.middleware.asyncio import AsyncIO
+
+from actors.broker import WORKER_TIMEOUT_MS, configure_broker
+from actors.database import WorkerDatabase
 from actors.mail_sweep import MailSweep
-from actors.resources import WorkerResources
+from actors.notices import WorkerNotices
+from actors.poll_interval import PollInterval
+from actors.pump_loop import PumpLoop
 from actors.watchdog import ConsumerWatchdog
 from realtime.redis_options import RedisTimeouts
 from runtime import configure_logging, die_with_parent, pass_first_signal_only
@@ -19,7 +26,15 @@ settings = get_settings()
 configure_logging(settings)
 broker = configure_broker(
     settings.resolved_redis_url,
-    [WorkerResources(settings), MailSweep(settings), ConsumerWatchdog(settings.ready_timeout_seconds)],
+    [
+        PollInterval(WORKER_TIMEOUT_MS),
+        AsyncIO(),  # the one event-loop thread every async actor and resource below runs on
+        WorkerDatabase(settings),
+        WorkerNotices(settings),
+        PumpLoop(settings),
+        MailSweep(settings),
+        ConsumerWatchdog(settings.ready_timeout_seconds),
+    ],
     RedisTimeouts.of(settings),
 )
 

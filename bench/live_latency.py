@@ -31,7 +31,7 @@ from websockets.typing import Subprotocol
 
 from bench.live_env import api_redis_connections, live_env
 from models import AuthToken, Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance, User
-from realtime import notices
+from realtime.redis_client import close_redis, open_redis
 from runtime import close_database, open_database
 from services.accounts import token_digest
 from services.db import on_commit, write_transaction
@@ -162,11 +162,11 @@ async def redis_round_trips(redis_url: str, samples: int) -> list[float]:
 @contextlib.asynccontextmanager
 async def orm(database_url: str, redis_url: str) -> AsyncIterator[None]:
     await open_database(Settings(database_url=database_url))
-    notices.configure(redis_url)
+    open_redis(redis_url)
     try:
         yield
     finally:
-        await notices.close()
+        await close_redis()
         await close_database()
 
 

@@ -1,4 +1,7 @@
-"""The Tortoise configuration, built from settings (also read by the `tortoise` migrations CLI)."""
+"""The Tortoise configuration, built from settings (also read by the `tortoise` migrations CLI).
+
+This is where the database is configured: runtime.open_database and the migrations open it from here.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,17 @@ from settings import Settings, get_settings
 
 MODEL_MODULES = ["models"]
 SQLITE_BUSY_TIMEOUT_MS = 15_000
+# Tortoise has no setting for how a transaction begins: this engine is its SQLite client with BEGIN IMMEDIATE
+SQLITE_IMMEDIATE_ENGINE = "models.sqlite_immediate"
+
+
+def _sqlite(connection: dict[str, Any]) -> None:
+    """SQLite under several processes (DESIGN.md, Runtime): WAL (Tortoise's default journal mode), a busy
+    timeout, and BEGIN IMMEDIATE for every transaction, so one that reads then writes waits for the write
+    lock instead of failing with "database is locked"."""
+    connection["engine"] = SQLITE_IMMEDIATE_ENGINE
+    connection["credentials"].setdefault("busy_timeout", SQLITE_BUSY_TIMEOUT_MS)
+    connection["credentials"].setdefault("synchronous", "NORMAL")
 
 
 def tortoise_config(settings: Settings) -> dict[str, Any]:
@@ -18,9 +32,7 @@ def tortoise_config(settings: Settings) -> dict[str, Any]:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     connection = expand_db_url(url)
     if settings.is_sqlite:
-        connection["engine"] = "models.sqlite_immediate"
-        connection["credentials"].setdefault("busy_timeout", SQLITE_BUSY_TIMEOUT_MS)
-        connection["credentials"].setdefault("synchronous", "NORMAL")
+        _sqlite(connection)
     else:
         credentials = connection["credentials"]
         credentials.setdefault("minsize", 1)

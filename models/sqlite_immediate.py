@@ -1,7 +1,8 @@
-"""A SQLite client whose transactions start with BEGIN IMMEDIATE.
+"""A SQLite client whose transactions start with BEGIN IMMEDIATE (chosen in models/config.py).
 
 A deferred BEGIN that reads and then writes fails with "database is locked" when another process
 wrote in between, whatever the busy timeout; taking the write lock up front makes it wait instead.
+Tortoise names an engine by module and reads its `client_class`: this module is that engine.
 """
 
 from __future__ import annotations

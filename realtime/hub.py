@@ -267,30 +267,3 @@ class Hub:
         for socket in sockets:
             with contextlib.suppress(Exception):  # already closed by its client
                 await socket.close(code=TOKEN_REVOKED_CLOSE_CODE, reason="token revoked")
-
-
-_hub: Hub | None = None
-
-
-async def start_hub(hub: Hub) -> Hub:
-    global _hub
-    await hub.start()
-    _hub = hub
-    return hub
-
-
-async def stop_hub() -> None:
-    global _hub
-    if _hub is not None:
-        await _hub.stop()
-        _hub = None
-
-
-def running_hub() -> Hub | None:
-    return _hub
-
-
-def current_hub() -> Hub:
-    if _hub is None:
-        raise RuntimeError("the realtime hub is not running")
-    return _hub

@@ -7,7 +7,6 @@ from collections.abc import AsyncGenerator
 import strawberry
 
 from models import Event as EventRow
-from realtime.hub import current_hub
 from realtime.subscribers import EndReason, Subscriber
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
@@ -87,7 +86,7 @@ class EventSubscriptions:
     ) -> AsyncGenerator[VerificationEvent, None]:
         session = await info.context.authenticate()
         limit = info.context.settings.max_subscriptions_per_user
-        hub = current_hub()
+        hub = info.context.hub
         if refusal := hub.subscription_refusal(str(session.user.id), limit):  # before any database work
             raise RateLimited(refusal)
         last_sent = None if after is None else feeds.parse_position(after, "after")

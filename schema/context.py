@@ -1,4 +1,5 @@
-"""The per-request (per-socket for subscriptions) context: settings, the caller, fresh DataLoaders."""
+"""The per-request (per-socket for subscriptions) context: the process's resources (from the request's
+state, opened by app.py's lifespan), the caller, fresh DataLoaders."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from models import User
+from realtime.hub import Hub
 from schema.dataloaders import Loaders
 from services.access import Access
 from services.accounts import Session, authenticate, bearer_token
@@ -22,6 +24,7 @@ from services.decode_gate import DecodeGate
 from services.errors import BadInput, Unauthenticated
 from services.passwords import PasswordHashing
 from settings import Settings
+from web.state import ApiResources, resources_of
 
 # request.state key: time.monotonic() when the request started (set by web/uploads.UploadLimits)
 ARRIVED_MONOTONIC = "arrived_monotonic"
@@ -31,14 +34,32 @@ ARRIVED_MONOTONIC = "arrived_monotonic"
 class Context:
     request: Request | WebSocket
     response: Response | WebSocket | None
-    settings: Settings
-    passwords: PasswordHashing
-    decode_gate: DecodeGate
+    resources: ApiResources
     loaders: Loaders = field(default_factory=Loaders)
     connection_params: dict[str, Any] | None = None
     session: Session | None = None
     _now: asyncio.Future[datetime] | None = None
     upcoming_spent: int = 0  # due times `upcoming` computed for this request (PROOFLOOP_UPCOMING_PER_REQUEST)
+
+    @classmethod
+    def for_request(cls, request: Request | WebSocket, response: Response | WebSocket | None) -> Context:
+        return cls(request=request, response=response, resources=resources_of(request))
+
+    @property
+    def settings(self) -> Settings:
+        return self.resources.settings
+
+    @property
+    def passwords(self) -> PasswordHashing:
+        return self.resources.passwords
+
+    @property
+    def decode_gate(self) -> DecodeGate:
+        return self.resources.decode_gate
+
+    @property
+    def hub(self) -> Hub:
+        return self.resources.hub
 
     def token(self) -> str | None:
         if self.connection_params is not None:

@@ -65,31 +65,28 @@ async def assign_positions() -> list[tuple[str, int]]:
 async def announce_committed_events() -> None:
     """Position what committed and wake the listeners; also the pump's backstop after a crash.
 
-    Concurrent callers share runs: one who arrives while a run is under way waits for the next run,
-    which starts after its own commit and so covers its rows. A burst of settlements thus takes a few
-    serialized position steps, not one each.
+    Runs through the process's announcer (see `Announcer`), chosen by the process's resources.
     """
-    await _announcer.request(wait=_WAIT_FOR_ANNOUNCEMENTS)
+    await _process_announcer.request()
 
 
-_WAIT_FOR_ANNOUNCEMENTS = True
+class Announcer:
+    """Positions committed events and wakes listeners, sharing runs between concurrent callers.
 
+    One who arrives while a run is under way waits for the next run, which starts after its own commit
+    and so covers its rows: a burst of settlements takes a few serialized position steps, not one each.
+    `wait`: whether the committing call waits for its run. The API waits (a client that reads `events`
+    right after its mutation must find the event there); a worker need not, so its links return sooner.
+    """
 
-def announce_in_background() -> None:
-    """Workers need not wait for the wake-up after each settlement (the API does: a client that reads
-    `events` right after its mutation must find the event there); their links return sooner."""
-    global _WAIT_FOR_ANNOUNCEMENTS
-    _WAIT_FOR_ANNOUNCEMENTS = False
-
-
-class _Announcer:
-    def __init__(self) -> None:
+    def __init__(self, *, wait: bool) -> None:
+        self.wait = wait
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next: asyncio.Future[None] | None = None
         self._running = False
         self._task: asyncio.Task[None] | None = None
 
-    async def request(self, *, wait: bool) -> None:
+    async def request(self) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
             self._loop, self._next, self._running = loop, None, False
@@ -99,7 +96,7 @@ class _Announcer:
         if not self._running:
             self._running = True
             self._task = loop.create_task(self._run())  # held: a running task must not be collected
-        if wait:
+        if self.wait:
             await asyncio.shield(waiting)
 
     async def _run(self) -> None:
@@ -116,4 +113,13 @@ class _Announcer:
             self._running = False
 
 
-_announcer = _Announcer()
+# a process whose resources chose none (a test, a script) waits, as the API does
+_process_announcer = Announcer(wait=True)
+
+
+def use_announcer(announcer: Announcer) -> Announcer:
+    """Set how this process announces its commits: called by the process's resources only (the API's
+    lifespan in app.py, the worker's WorkerNotices middleware)."""
+    global _process_announcer
+    _process_announcer = announcer
+    return announcer

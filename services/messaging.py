@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import dramatiq
 
-from services.db import on_commit
+from services.db import buffer_until_commit
 
 log = logging.getLogger("proofloop.messaging")
 
@@ -46,14 +46,15 @@ async def send(messages: list[Outgoing]) -> None:
         await asyncio.to_thread(_send_all, messages)
 
 
+async def _send_committed(messages: list[Outgoing]) -> None:
+    try:
+        await send(messages)
+    except Exception:
+        # the rows still record what is owed: the pump resends links, the mail sweep resends mail
+        log.exception("sending %d messages after commit failed; they will be resent", len(messages))
+
+
 def send_after_commit(message: Outgoing) -> None:
-    """Buffer a message until the current transaction commits; a rollback drops it."""
-
-    async def flush() -> None:
-        try:
-            await send([message])
-        except Exception:
-            # the row still records what is owed: the pump resends what never left
-            log.exception("sending %s%r failed; the pump will resend it", message.actor_name, message.args)
-
-    on_commit(flush)
+    """Buffer a message until the current transaction commits, then send the transaction's messages in
+    one hop; a rollback drops them (polar's worker/_enqueue.py)."""
+    buffer_until_commit(_send_committed, message)

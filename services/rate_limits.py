@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
-from realtime import notices
+from realtime.redis_client import redis_client
 from services.errors import RateLimited
 
 log = logging.getLogger("proofloop.rate_limits")
@@ -70,7 +70,7 @@ class AttemptWindow:
     async def count(self, subject: str) -> None:
         """Count one attempt; RATE_LIMITED (with the seconds left) once the window's allowance is used."""
         try:
-            wait = await notices.client().eval(
+            wait = await redis_client().eval(
                 _FIXED_WINDOW, 1, self.key(subject), self.attempts, self.window_seconds
             )
         except (RedisError, RuntimeError):
@@ -94,7 +94,7 @@ class LoginBackoff:
         this email at this address) must wait."""
         keys = (_key("known", email, address), _key("login", email), _key("login-at", email, address))
         try:
-            own, wait = await notices.client().eval(
+            own, wait = await redis_client().eval(
                 _LOGIN_BACKOFF,
                 3,
                 *keys,
@@ -115,7 +115,7 @@ async def remember_owner_address(email: str, address: str, reserved: tuple[str, 
     """The right password (or a mailed token) came from `address`: it becomes one of the owner's, and
     this try is forgiven (all of the address's own count; one try of the email's shared count)."""
     try:
-        async with notices.client().pipeline(transaction=True) as pipe:
+        async with redis_client().pipeline(transaction=True) as pipe:
             if reserved is not None:
                 key, own = reserved
                 if own:

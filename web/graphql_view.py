@@ -18,7 +18,7 @@ from typing import Any
 
 import strawberry
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
@@ -33,16 +33,14 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UnsetType
 
-from realtime.hub import running_hub
 from schema.context import Context
-from services.decode_gate import DecodeGate
 from services.errors import Unauthenticated
-from services.passwords import PasswordHashing
 from settings import Settings
 from web.graphiql import graphiql_page
 from web.origins import AllowedOrigins
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
 from web.request_json import RefusedJSON, decode_request_json
+from web.state import resources_of
 from web.ws_protocols import LegacyWSHandler, TransportWSHandler
 
 # graphql-transport-ws has no code for "too many": 4429 is its "too many requests", with our reason
@@ -128,7 +126,6 @@ class ProofloopGraphQL(GraphQL[Context, None]):
     def __init__(
         self,
         settings: Settings,
-        passwords: PasswordHashing,
         *,
         origins: AllowedOrigins,
         trusted_documents: TrustedDocuments,
@@ -136,9 +133,6 @@ class ProofloopGraphQL(GraphQL[Context, None]):
     ) -> None:
         super().__init__(keep_alive=True, keep_alive_interval=settings.stream_heartbeat_seconds, **kwargs)
         self.settings = settings
-        self.passwords = passwords
-        # one per process: every request's media decodes share it
-        self.decode_gate = DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue)
         self.origins = origins
         self.trusted_documents = trusted_documents
 
@@ -148,9 +142,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 await super().__call__(scope, receive, send)
             finally:
                 counted = scope.get("state", {}).pop(_COUNTED_SOCKET, None)
-                hub = running_hub()
-                if counted is not None and hub is not None:
-                    hub.close_socket(*counted)
+                if counted is not None:
+                    resources_of(HTTPConnection(scope)).hub.close_socket(*counted)
             return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
@@ -315,13 +308,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             return JSONResponse({"errors": [error]}, status_code=400)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
-        return Context(
-            request=request,
-            response=response,
-            settings=self.settings,
-            passwords=self.passwords,
-            decode_gate=self.decode_gate,
-        )
+        return Context.for_request(request, response)
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         """Authenticate the socket from connection_init {"Authorization": "Bearer <token>"}: 4403 if not."""
@@ -331,8 +318,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             session = await context.authenticate()
         except Unauthenticated:
             raise ConnectionRejectionError({"message": "a valid bearer token is required"}) from None
-        hub = running_hub()
-        if hub is not None and isinstance(context.request, WebSocket):
+        hub = context.hub
+        if isinstance(context.request, WebSocket):
             socket, viewer_id, limit = (
                 context.request,
                 str(session.user.id),

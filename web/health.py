@@ -7,20 +7,21 @@ from collections.abc import Awaitable, Callable, Coroutine
 from importlib import resources
 from typing import Any
 
+import redis.asyncio as aioredis
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from tortoise.backends.base.client import BaseDBAsyncClient
 
-from realtime import notices
-from services.db import connection
+from web.state import resources_of
 
 
-async def _database() -> str:
-    rows = await connection().execute_query_dict("SELECT COUNT(*) AS n FROM tortoise_migrations")
+async def _database(database: BaseDBAsyncClient) -> str:
+    rows = await database.execute_query_dict("SELECT COUNT(*) AS n FROM tortoise_migrations")
     return "ok" if int(rows[0]["n"]) >= expected_migrations() else "migrations pending"
 
 
-async def _redis() -> str:
-    await notices.client().ping()
+async def _redis(redis: aioredis.Redis) -> str:
+    await redis.ping()
     return "ok"
 
 
@@ -48,8 +49,10 @@ def readyz(timeout: float) -> Callable[[Request], Awaitable[JSONResponse]]:
     async def endpoint(request: Request) -> JSONResponse:
         """Ready when the database answers with every migration applied and Redis answers, within
         `timeout` (both checked at once)."""
+        resources = resources_of(request)
         database, redis = await asyncio.gather(
-            _within(_database, timeout, abandoned), _within(_redis, timeout, abandoned)
+            _within(lambda: _database(resources.database), timeout, abandoned),
+            _within(lambda: _redis(resources.redis), timeout, abandoned),
         )
         checks = {"database": database, "redis": redis}
         ready = all(v == "ok" for v in checks.values())

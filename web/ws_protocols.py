@@ -19,7 +19,6 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, OperationMessage
 from strawberry.types.execution import PreExecutionError
 
-from realtime.hub import running_hub
 from schema.context import Context
 from schema.parse_cache import is_subscription
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
@@ -95,8 +94,8 @@ def _over_quota(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedErr
     """A subscription past its user's quota, refused before it is validated or run: a flood of them must
     not cost a whole operation each (the resolver checks again, for the race between two sockets)."""
     context: Context = handler.context
-    hub = running_hub()
-    if context.session is None or hub is None:
+    hub = context.hub
+    if context.session is None:
         return None
     limit = context.settings.max_subscriptions_per_user
     refusal = hub.subscription_refusal(str(context.session.user.id), limit)

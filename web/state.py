@@ -1,0 +1,42 @@
+"""The API process's resources: opened by app.py's lifespan, read from each request's state.
+
+Starlette copies the lifespan's state into every request and websocket (`scope["state"]`), so a
+handler or the GraphQL context reaches them through the connection, never through a module global.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypedDict
+
+import redis.asyncio as aioredis
+from starlette.requests import HTTPConnection
+from tortoise.backends.base.client import BaseDBAsyncClient
+
+from realtime.hub import Hub
+from services.decode_gate import DecodeGate
+from services.events import Announcer
+from services.passwords import PasswordHashing
+from settings import Settings
+
+
+@dataclass(frozen=True)
+class ApiResources:
+    settings: Settings
+    database: BaseDBAsyncClient  # Tortoise's default connection (services reach it as services.db.connection)
+    redis: aioredis.Redis  # the process's general client (services reach it in realtime/redis_client.py)
+    hub: Hub  # the live fan-out: one pub/sub connection, every subscription of this process
+    announcer: Announcer  # how this process's commits announce their events (it waits)
+    passwords: PasswordHashing  # argon2's bounded thread pool
+    decode_gate: DecodeGate  # the bound on concurrent media decodes
+
+
+class ApiState(TypedDict):
+    resources: ApiResources
+
+
+def resources_of(connection: HTTPConnection) -> ApiResources:
+    resources = getattr(connection.state, "resources", None)
+    if not isinstance(resources, ApiResources):
+        raise RuntimeError("the API's resources are opened by its lifespan (app.py), which has not run")
+    return resources
