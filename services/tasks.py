@@ -17,6 +17,7 @@ from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, pla
 from services.db import db_now, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.ids import parse_id
+from services.reminders import check_reminders, offsets_of, replan_open_reminders, stored
 from services.schedules import DueTimes, check_schedule, next_due_after, prefetch_due_times, schedule_of
 from services.task_drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
@@ -44,6 +45,7 @@ async def create_task(
         schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
     )
     draft = replace(draft, schedule=schedule)
+    await check_reminders(draft.reminders, schedule, timing.recurrence)
     due = await prefetch_due_times(draft.schedule, _before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
@@ -71,6 +73,7 @@ async def create_task(
             video_min_duration_seconds=draft.video_min_duration_seconds,
             review_window_seconds=partner.review_window_seconds if partner else None,
             review_on_timeout=partner.on_timeout if partner else None,
+            reminders=stored(draft.reminders),
         )
         # a one-off whose time has passed plans nothing and ends at once
         await plan_next_instance(task, after=_before(task.starts_at), now=now, timing=timing, due=due)
@@ -121,6 +124,7 @@ async def update_task(
     for _ in range(_SCHEDULE_ATTEMPTS):
         # the schedule is checked and expanded before the row lock, then re-read under it
         checked, due = await _checked_schedule(owner, task_id, patch.schedule, min_interval_seconds, timing)
+        await _check_reminders_of_update(owner, task_id, patch, checked, timing)
         async with write_transaction():
             task = await _owned_task_locked(owner, task_id)
             if patch.schedule is not None and (
@@ -154,6 +158,19 @@ async def _checked_schedule(
     return schedule, await prefetch_due_times(schedule, _before(schedule.starts_at), timing.recurrence)
 
 
+async def _check_reminders_of_update(
+    owner: User, task_id: str, patch: TaskPatch, schedule: Schedule | None, timing: ChainTiming
+) -> None:
+    """The reminders the task will have, against the schedule it will have (either may change)."""
+    if patch.reminders is None and schedule is None:
+        return
+    current = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
+    if current is None or str(current.owner_id) != str(owner.id):
+        return  # the locked read answers NOT_FOUND or FORBIDDEN without judging the input
+    reminders = patch.reminders if patch.reminders is not None else tuple(offsets_of(current))
+    await check_reminders(reminders, schedule or schedule_of(current), timing.recurrence)
+
+
 async def _apply_update(
     task: Task,
     title: str | None,
@@ -175,6 +192,10 @@ async def _apply_update(
     else:
         # rule changes apply in place: proofs read the rule from the task row when they arrive
         await task.save()
+        if patch.reminders is not None:
+            await replan_open_reminders(
+                task, now=await db_now(), link_horizon_seconds=timing.link_horizon_seconds
+            )
 
 
 def _apply_fields(task: Task, title: str | None, description: str | None, patch: TaskPatch) -> None:
@@ -191,6 +212,8 @@ def _apply_fields(task: Task, title: str | None, description: str | None, patch:
     if patch.partner is not None:
         task.review_window_seconds = patch.partner.review_window_seconds
         task.review_on_timeout = patch.partner.on_timeout
+    if patch.reminders is not None:
+        task.reminders = stored(patch.reminders)
 
 
 async def _replan(task: Task, schedule: Schedule, timing: ChainTiming, due: DueTimes | None) -> None:
