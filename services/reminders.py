@@ -43,7 +43,7 @@ def offsets_of(task: Task) -> list[ReminderOffset]:
 
 
 def stored(offsets: tuple[ReminderOffset, ...]) -> list[list[object]]:
-    return [[o.anchor.value, o.offset_seconds] for o in sorted(offsets)]
+    return [[o.anchor.value, o.offset_seconds] for o in offsets]  # as the owner listed them
 
 
 async def check_reminders(
