@@ -34,6 +34,7 @@ class WebhookMutations:
             input.secret,
             allow_insecure=settings.webhook_allow_insecure,
             max_per_user=settings.webhooks_per_user,
+            lookup_timeout=settings.webhook_timeout_seconds,
         )
         return WebhookRegistration(webhook=Webhook(row=row), secret=secret)
 

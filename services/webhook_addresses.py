@@ -4,14 +4,21 @@ name that re-resolves to a private one meanwhile, DNS rebinding, never gets a re
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import ipaddress
 import socket
 import ssl
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 MAX_URL = 2000
+# name lookups block a thread for as long as the resolver takes: they get threads of their own, a cap on
+# how many may wait, and a time limit, so a slow or hostile name never holds the shared executor
+_LOOKUPS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-dns")
+MAX_WAITING_LOOKUPS = 32
+_waiting = 0
 
 
 class RefusedAddress(Exception):
@@ -63,6 +70,23 @@ def resolve_public(target: Target, *, allow_insecure: bool) -> str:
     if not addresses or not all(allowed_address(a, allow_insecure=allow_insecure) for a in addresses):
         raise RefusedAddress("resolves to a private, loopback, link-local or reserved address")
     return addresses[0]
+
+
+async def checked_address(target: Target, *, allow_insecure: bool, within_seconds: float) -> str:
+    """resolve_public off the event loop, within `within_seconds`."""
+    global _waiting
+    if _waiting >= MAX_WAITING_LOOKUPS:
+        raise RefusedAddress("cannot be checked now: too many lookups at once, try again shortly")
+    _waiting += 1
+    try:
+        async with asyncio.timeout(within_seconds):
+            return await asyncio.get_running_loop().run_in_executor(
+                _LOOKUPS, lambda: resolve_public(target, allow_insecure=allow_insecure)
+            )
+    except TimeoutError:
+        raise RefusedAddress("does not resolve in time") from None
+    finally:
+        _waiting -= 1
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):

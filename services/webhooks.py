@@ -21,7 +21,7 @@ from observability.metrics import count_webhook_delivery
 from services.errors import BadInput, Conflict, NotFound
 from services.ids import parse_id
 from services.messaging import Outgoing, send, send_after_commit
-from services.webhook_addresses import RefusedAddress, parse_target, post, resolve_public
+from services.webhook_addresses import RefusedAddress, checked_address, parse_target, post
 
 log = logging.getLogger("proofloop.webhooks")
 
@@ -56,7 +56,13 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 
 
 async def register_webhook(
-    owner: User, url: str, secret: str | None, *, allow_insecure: bool, max_per_user: int
+    owner: User,
+    url: str,
+    secret: str | None,
+    *,
+    allow_insecure: bool,
+    max_per_user: int,
+    lookup_timeout: float,
 ) -> tuple[Webhook, str]:
     """A new webhook and its secret (generated unless given); the caller shows the secret once."""
     try:
@@ -70,7 +76,7 @@ async def register_webhook(
     if await Webhook.filter(owner_id=owner.id).count() >= max_per_user:
         raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
     try:
-        await asyncio.to_thread(resolve_public, target, allow_insecure=allow_insecure)
+        await checked_address(target, allow_insecure=allow_insecure, within_seconds=lookup_timeout)
     except RefusedAddress as exc:
         raise BadInput("input.url", str(exc)) from None
     hook = await Webhook.create(owner_id=owner.id, url=url.strip(), secret=secret)
@@ -131,7 +137,9 @@ async def deliver_webhook(
     try:
         # resolved and checked again now: the name may point elsewhere than at registration
         target = parse_target(hook.url, allow_insecure=policy.allow_insecure)
-        address = await asyncio.to_thread(resolve_public, target, allow_insecure=policy.allow_insecure)
+        address = await checked_address(
+            target, allow_insecure=policy.allow_insecure, within_seconds=policy.timeout_seconds
+        )
     except RefusedAddress as exc:
         count_webhook_delivery(DeliveryOutcome.REFUSED.value)
         log.warning("webhook refused: %s", exc, extra={"webhook_id": hook_id})
