@@ -13,8 +13,8 @@ class Migration(migrations.Migration):
     initial = False
 
     operations = [
-        # every earlier task has no reminders
-        ops.AddField(model_name="Task", name="reminders", field=fields.JSONField(default=list)),
+        # NULL on every earlier task: no reminders
+        ops.AddField(model_name="Task", name="reminders", field=fields.JSONField(null=True)),
         ops.CreateModel(
             name="InstanceReminder",
             fields=[

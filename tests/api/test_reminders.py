@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from tests.api.reminder_support import (
+    CREATE,
     DELETE_WEBHOOK,
     PAUSE,
     REGISTER_WEBHOOK,
@@ -30,16 +31,22 @@ from tests.api.reminder_support import (
 from tests.api.test_live import live_feed, make_partners
 from tests.chaos.private_services import PrivateRedis
 from tests.harness import (
+    BERLIN,
     ApiClient,
     GraphQLFailure,
     ServerProcess,
     WorkerProcess,
     free_port,
     migrated_database,
+    task_rules,
 )
 from tests.mailbox import Mailbox
 
 AT_OPEN = {"before": "OPENS", "offsetSeconds": 0}
+GYM = {"latitude": BERLIN[0], "longitude": BERLIN[1]}
+CHECK_IN = """mutation($i: ID!, $at: GeoPointInput!) {
+  checkIn(instanceId: $i, location: $at, accuracyMeters: 10) { status }
+}"""
 SECOND_BEFORE_DUE = {"before": "DUE", "offsetSeconds": 1}
 
 
@@ -153,6 +160,33 @@ async def test_no_reminder_for_an_instance_paused_or_rescheduled_away(api: ApiCl
     moved_reminders = await wait_for_events(api, token, moved["id"], "DUE_SOON", 2)
     assert {e["instance"]["id"] for e in moved_reminders} == {new_instance["id"]}
     assert new_instance["id"] != moved["currentInstance"]["id"]
+
+
+async def test_an_early_proof_leaves_its_reminders_unsent_and_new_offsets_reach_the_open_instance(
+    api: ApiClient,
+) -> None:
+    token, _ = await api.register()
+    soon = [{"before": "DUE", "offsetSeconds": 54}]  # due in a minute: 6 s from now
+    task_input = {
+        "title": "Gym",
+        "method": "GPS",
+        "schedule": one_off(window=60, starts_in=60),
+        "reminders": soon,
+    }
+    task_input.update(task_rules("GPS"))
+    proved = (await api.execute(CREATE, {"input": task_input}, token=token))["createTask"]
+    check_in = await api.execute(CHECK_IN, {"i": proved["currentInstance"]["id"], "at": GYM}, token=token)
+    assert check_in["checkIn"]["status"] == "ACCEPTED"
+    added = await create_task(api, token, one_off(window=60, starts_in=60), [], title="Added later")
+    await api.execute(UPDATE, {"id": added["id"], "input": {"reminders": soon}}, token=token)
+    sentinel = await create_task(api, token, one_off(window=60, starts_in=62), soon, title="Sentinel")
+
+    await wait_for_events(api, token, sentinel["id"], "DUE_SOON", 1)
+    assert "DUE_SOON" not in {e["type"] for e in await events_of(api, token, proved["id"])}
+    (reminder,) = await wait_for_events(api, token, added["id"], "DUE_SOON", 1)
+    assert reminder["instance"]["id"] == added["currentInstance"]["id"]
+    for task in (added, sentinel):
+        await api.execute(PAUSE, {"id": task["id"]}, token=token)
 
 
 async def test_a_reminder_whose_link_was_lost_is_healed_by_the_pump(
