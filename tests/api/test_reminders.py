@@ -135,6 +135,10 @@ async def test_reminders_fire_once_each_into_the_owners_feed_only(
             assert event["occurredAt"] >= event["instance"]["opensAt"]
     partner_history = await events_of(api, partner_token, task["id"])
     assert partner_history and not [e for e in partner_history if e["type"] == "DUE_SOON"]
+    shown = "query($id: ID!) { task(id: $id) { reminders { before offsetSeconds } } }"
+    as_partner = await api.execute(shown, {"id": task["id"]}, token=partner_token)
+    assert as_partner["task"]["reminders"] == []  # the owner's alone
+    await api.execute(PAUSE, {"id": task["id"]}, token=owner_token)
 
 
 async def test_no_reminder_for_an_instance_paused_or_rescheduled_away(api: ApiClient) -> None:
