@@ -157,6 +157,7 @@ def worker_command(processes: int, threads: int) -> list[str]:
         "--queues",
         "chain",
         "mail",
+        "webhooks",
         "--skip-logging",
         "--worker-shutdown-timeout",
         str(int(WORKER_GRACE_SECONDS * 1000)),

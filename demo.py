@@ -2,9 +2,11 @@
 
 Against a running API (`make run`, then `make demo` in another terminal): registers Alice and Bob, makes
 Bob Alice's accountability partner (Bob confirms his address with the link `make run` wrote under
-var/mail/), creates a GPS, a PHOTO, a VIDEO and a PARTNER task due every minute,
-prints both tokens and what to paste into GraphiQL, then keeps proving (check-ins inside and outside the
-geofence, fresh photos, partner reviews) and lets some instances be MISSED, until Ctrl-C or --duration.
+var/mail/), creates a GPS, a PHOTO, a VIDEO and a PARTNER task due every minute, each with reminders
+("at open" and "10 s before due": DUE_SOON events in Alice's own feed), and a one-off walk due in a few
+seconds that is MISSED, appealed by Alice and upheld by Bob; prints both tokens and what to paste into
+GraphiQL, then keeps proving (check-ins inside and outside the geofence, fresh photos, partner reviews)
+and lets some instances be MISSED, until Ctrl-C or --duration.
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ REQUEST_REVIEW = (
     f'mutation($i: ID!) {{ requestReview(instanceId: $i, note: "done, honestly") {{ {VERDICT} }} }}'
 )
 REVIEW = f"mutation($v: ID!, $ok: Boolean!) {{ review(verificationId: $v, approve: $ok) {{ {VERDICT} }} }}"
+APPEAL = f'mutation($i: ID!) {{ appeal(instanceId: $i, note: "my phone died at the door") {{ {VERDICT} }} }}'
+LATEST = "query($id: ID!) { task(id: $id) { instances(first: 1) { edges { node { id status } } } } }"
+# Alice's own nudges: when a window opens, and 10 s before each due time
+REMINDERS = [{"before": "OPENS", "offsetSeconds": 0}, {"before": "DUE", "offsetSeconds": 10}]
+APPEALED_WALK = "Evening walk"
 
 
 class DemoError(Exception):
@@ -164,9 +171,32 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
     ]
     tasks = []
     for task_input in inputs:
-        created = api.run(CREATE_TASK, {"input": {**task_input, "schedule": every_minute()}}, owner.token)
+        task_input = {**task_input, "schedule": every_minute(), "reminders": REMINDERS}
+        created = api.run(CREATE_TASK, {"input": task_input}, owner.token)
         tasks.append(DemoTask(created["createTask"]["id"], task_input["title"], task_input["method"]))
     return tasks
+
+
+def create_walk(api: Api, owner: Account) -> DemoTask:
+    """A one-off due in two seconds that nobody proves: the chain settles it MISSED, then it is appealed."""
+    starts_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+    schedule = {"startsAt": starts_at.isoformat(), "timezone": "UTC", "windowSeconds": 2, "graceSeconds": 0}
+    task_input = {"title": APPEALED_WALK, "method": "PHOTO", "schedule": schedule}
+    created = api.run(CREATE_TASK, {"input": task_input}, owner.token)["createTask"]
+    return DemoTask(created["id"], APPEALED_WALK, "PHOTO")
+
+
+def appeal_when_missed(api: Api, walk: DemoTask, alice: Account, bob: Account) -> None:
+    """Once the walk is MISSED, Alice appeals and Bob upholds it: the instance turns VERIFIED."""
+    edges = api.run(LATEST, {"id": walk.id}, alice.token)["task"]["instances"]["edges"]
+    if not edges or edges[0]["node"]["status"] != "MISSED" or walk.handled:
+        return
+    instance_id = edges[0]["node"]["id"]
+    walk.handled.add(instance_id)
+    appealed = api.run(APPEAL, {"i": instance_id}, alice.token)["appeal"]
+    decided = api.run(REVIEW, {"v": appealed["id"], "ok": True}, bob.token)["review"]
+    line = f"MISSED; appealed, {bob.name} upholds: {_verdict(decided)}"
+    print(f"{datetime.now():%H:%M:%S}  {walk.title:<17} {line}", flush=True)
 
 
 def fresh_photo(rng: random.Random) -> bytes:
@@ -234,7 +264,8 @@ Watch Alice's feed as Bob, in GraphiQL: {graphiql}
   Subscription:
     {SUBSCRIPTION}
 
-Tasks are due every minute; proofs follow as their windows open. Ctrl-C stops.
+Tasks are due every minute; proofs follow as their windows open. Alice's reminders (DUE_SOON) reach
+her own feed only; her missed "{APPEALED_WALK}" is appealed and Bob upholds it. Ctrl-C stops.
 """,
         flush=True,
     )
@@ -249,10 +280,12 @@ def run_demo(url: str, duration: float, mailed_token: VerificationToken) -> int:
             alice, bob = register(api, "Alice"), register(api, "Bob")
             partner_up(api, alice, bob, mailed_token)
             tasks = create_tasks(api, alice)
+            walk = create_walk(api, alice)
             print_intro(url, alice, bob)
             deadline = time.monotonic() + duration if duration > 0 else float("inf")
             while time.monotonic() < deadline:
                 tick(api, tasks, alice, bob, rng)
+                appeal_when_missed(api, walk, alice, bob)
                 time.sleep(max(0.0, min(TICK_SECONDS, deadline - time.monotonic())))
         except KeyboardInterrupt:
             print("demo stopped", flush=True)

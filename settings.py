@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     link_overdue_seconds: float = 1.5  # a link this late past its fire_at counts as lost (idle p99 is ~0.1 s)
     max_outstanding_links: int = 5000  # below one worker process's delayed-message prefetch
     worker_threads: int = 8
+    webhooks_per_user: int = 5
+    webhook_max_attempts: int = 8  # then the delivery is given up (proofloop_webhook_deliveries_total)
+    webhook_backoff_seconds: float = 10.0  # before the 2nd attempt; doubling after each failure
+    webhook_timeout_seconds: float = 5.0  # connect + response, per attempt
+    # tests only: also http:// and loopback receivers (private and reserved networks stay refused)
+    webhook_allow_insecure: bool = False
     # client-side bounds: a paused or unreachable server fails fast instead of hanging its callers
     database_connect_timeout_seconds: float = 5.0
     database_statement_timeout_seconds: float = 5.0  # 0: none (`proofloop migrate` runs without)

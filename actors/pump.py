@@ -12,6 +12,7 @@ from dramatiq.brokers.redis import RedisBroker
 
 from services.messaging import CHAIN_QUEUE
 from services.pump import PumpSettings, pump_once
+from services.reminder_links import claim_due_reminders
 from settings import Settings
 
 log = logging.getLogger("proofloop.pump")
@@ -59,9 +60,10 @@ async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
             # a task per tick: when a connection dies mid-transaction, Tortoise 1.1 can leave the dead
             # transaction in the task's context (its release fails before the context is reset), and
             # every later transaction of that task would nest into it
-            tick = await asyncio.create_task(
-                pump_once(config, resend_overdue=backlog <= QUEUED_BACKLOG_LIMIT)
-            )
+            resend = backlog <= QUEUED_BACKLOG_LIMIT
+            tick = await asyncio.create_task(pump_once(config, resend_overdue=resend))
+            in_use = tick.live_before + tick.sent
+            await asyncio.create_task(claim_due_reminders(config, links_in_use=in_use, resend_overdue=resend))
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
         except Exception:

@@ -5,6 +5,7 @@ from models.enums import (
     InstanceStatus,
     PartnershipStatus,
     RejectionReason,
+    ReminderAnchor,
     ReviewTimeoutPolicy,
     TaskState,
     VerificationMethod,
@@ -14,14 +15,17 @@ from models.event import Event
 from models.instance import TaskInstance
 from models.mail import OutgoingMail
 from models.partnership import Partnership
+from models.reminder import InstanceReminder
 from models.task import Task
 from models.user import AuthToken, MailedToken, MailedTokenPurpose, User
 from models.verification import Verification
+from models.webhook import Webhook
 
 __all__ = [
     "AuthToken",
     "Event",
     "EventType",
+    "InstanceReminder",
     "InstanceStatus",
     "MailedToken",
     "MailedTokenPurpose",
@@ -29,6 +33,7 @@ __all__ = [
     "Partnership",
     "PartnershipStatus",
     "RejectionReason",
+    "ReminderAnchor",
     "ReviewTimeoutPolicy",
     "Task",
     "TaskInstance",
@@ -37,4 +42,5 @@ __all__ = [
     "Verification",
     "VerificationMethod",
     "VerificationStatus",
+    "Webhook",
 ]

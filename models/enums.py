@@ -65,3 +65,9 @@ class EventType(StrEnum):
     MISSED = "MISSED"
     APPEAL_REQUESTED = "APPEAL_REQUESTED"
     APPEAL_DECIDED = "APPEAL_DECIDED"
+    DUE_SOON = "DUE_SOON"
+
+
+class ReminderAnchor(StrEnum):
+    OPENS = "OPENS"
+    DUE = "DUE"

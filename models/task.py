@@ -33,6 +33,9 @@ class Task(Model):
     video_min_duration_seconds = fields.FloatField(null=True)
     review_window_seconds = fields.IntField(null=True)
     review_on_timeout = fields.CharEnumField(ReviewTimeoutPolicy, max_length=16, null=True)
+    # [[anchor, offset_seconds], ...] (services/reminders.py): each planned instance gets these reminders;
+    # NULL (every task from before reminders) is none
+    reminders: list[list[object]] | None = fields.JSONField(null=True)
 
     state = fields.CharEnumField(TaskState, max_length=16, default=TaskState.ACTIVE)
     chain_version = fields.IntField(default=1)  # bumped by every edit that re-plans; stale links die on it

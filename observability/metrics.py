@@ -62,6 +62,17 @@ CONSUMERS_ALIVE = Gauge(
     "Dramatiq consumer threads alive at the watchdog's last look.",
     multiprocess_mode="livesum",
 )
+REMINDERS = Counter(
+    "proofloop_reminders_total",
+    "Reminders fired (a DUE_SOON event), or dropped because their instance was no longer open.",
+    ["outcome"],
+)
+WEBHOOK_DELIVERIES = Counter(
+    "proofloop_webhook_deliveries_total",
+    "Webhook delivery attempts, by outcome: delivered, failed (retried later), given_up (out of"
+    " attempts), refused (the address resolved to a private or reserved network).",
+    ["outcome"],
+)
 GRAPHQL_DURATION = Histogram(
     "proofloop_graphql_operation_duration_seconds",
     "GraphQL query and mutation durations, by operation name and type.",
@@ -70,13 +81,19 @@ GRAPHQL_DURATION = Histogram(
 )
 
 SETTLEMENT_OUTCOMES = ("missed", "verified", "rejected", "canceled")
-LINK_SOURCES = ("chain", "pump")
+LINK_SOURCES = ("chain", "pump", "reminder")
+REMINDER_OUTCOMES = ("fired", "dropped")
+WEBHOOK_OUTCOMES = ("delivered", "failed", "given_up", "refused")
 
 # Zero-valued series exist from the start, so dashboards and alerts see 0 rather than nothing.
 for _outcome in SETTLEMENT_OUTCOMES:
     SETTLEMENTS.labels(outcome=_outcome)
 for _source in LINK_SOURCES:
     LINKS_SENT.labels(source=_source)
+for _outcome in REMINDER_OUTCOMES:
+    REMINDERS.labels(outcome=_outcome)
+for _outcome in WEBHOOK_OUTCOMES:
+    WEBHOOK_DELIVERIES.labels(outcome=_outcome)
 
 
 def observe_settlement(outcome: str, fire_at: datetime | None, settled_at: datetime) -> None:
@@ -88,6 +105,14 @@ def observe_settlement(outcome: str, fire_at: datetime | None, settled_at: datet
 
 def count_links_sent(source: str, count: int = 1) -> None:
     LINKS_SENT.labels(source=source).inc(count)
+
+
+def count_reminder(outcome: str, count: int = 1) -> None:
+    REMINDERS.labels(outcome=outcome).inc(count)
+
+
+def count_webhook_delivery(outcome: str) -> None:
+    WEBHOOK_DELIVERIES.labels(outcome=outcome).inc()
 
 
 # a stopped process's live gauges must leave the sums (its counters rightly stay)

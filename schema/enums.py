@@ -9,6 +9,7 @@ from models.enums import (
     InstanceStatus,
     PartnershipStatus,
     RejectionReason,
+    ReminderAnchor,
     ReviewTimeoutPolicy,
     TaskState,
     VerificationMethod,
@@ -26,12 +27,16 @@ for _enum in (
     VerificationStatus,
 ):
     strawberry.enum(_enum)
+strawberry.enum(
+    ReminderAnchor, description="what a reminder counts back from: the window's opening or the due time"
+)
 
 __all__ = [
     "EventType",
     "InstanceStatus",
     "PartnershipStatus",
     "RejectionReason",
+    "ReminderAnchor",
     "ReviewTimeoutPolicy",
     "TaskState",
     "VerificationMethod",

@@ -6,9 +6,11 @@ from datetime import datetime
 
 import strawberry
 
+from models import ReminderAnchor as ReminderAnchorRow
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
-from schema.enums import ReviewTimeoutPolicy, VerificationMethod
+from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod
 from services.errors import BadInput
+from services.reminders import ReminderOffset
 from services.task_drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
@@ -84,6 +86,16 @@ class PartnerRuleInput:
         )
 
 
+@strawberry.input(description="a DUE_SOON event offsetSeconds before the window opens or the instance is due")
+class ReminderInput:
+    before: ReminderAnchor
+    offset_seconds: int = 0
+
+
+def reminder_offsets(reminders: list[ReminderInput]) -> tuple[ReminderOffset, ...]:
+    return tuple(ReminderOffset(ReminderAnchorRow(r.before), r.offset_seconds) for r in reminders)
+
+
 @strawberry.input
 class CreateTaskInput:
     title: str
@@ -95,6 +107,9 @@ class CreateTaskInput:
     partner_review: PartnerRuleInput | None = strawberry.field(
         default=None, description="used when method = PARTNER"
     )
+    reminders: list[ReminderInput] | None = strawberry.field(
+        default=None, description="at most 5; each fires after the previous occurrence has closed"
+    )
 
     def to_draft(self) -> TaskDraft:
         return TaskDraft(
@@ -105,6 +120,7 @@ class CreateTaskInput:
             gps=self.gps.to_draft() if self.gps else None,
             video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
             partner=self.partner_review.to_draft() if self.partner_review else None,
+            reminders=reminder_offsets(self.reminders or []),
         )
 
 
@@ -139,6 +155,9 @@ class UpdateTaskInput:
     gps: GpsRuleInput | None = strawberry.UNSET
     video: VideoRuleInput | None = strawberry.UNSET
     partner_review: PartnerRuleInput | None = strawberry.UNSET
+    reminders: list[ReminderInput] | None = strawberry.field(
+        default=strawberry.UNSET, description="replaces the task's reminders; [] removes them"
+    )
 
     def to_patch(self) -> TaskPatch:
         return TaskPatch(
@@ -149,4 +168,5 @@ class UpdateTaskInput:
             gps=self.gps.to_draft() if self.gps else None,
             video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
             partner=self.partner_review.to_draft() if self.partner_review else None,
+            reminders=reminder_offsets(self.reminders) if isinstance(self.reminders, list) else None,
         )

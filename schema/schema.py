@@ -13,6 +13,7 @@ from resolvers.progress import ProgressQueries
 from resolvers.proofs import ProofMutations
 from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
+from resolvers.webhooks import WebhookMutations, WebhookQueries
 from schema.errors import ErrorCodes, ProofloopSchema
 from schema.execution import ProofloopExecutionContext
 from schema.input_guards import ArgumentGuards
@@ -27,12 +28,16 @@ MAX_ALIASES = 30
 
 
 @strawberry.type
-class Query(AccountQueries, TaskQueries, EventQueries, PartnerQueries, ReviewQueries, ProgressQueries):
+class Query(
+    AccountQueries, TaskQueries, EventQueries, PartnerQueries, ReviewQueries, ProgressQueries, WebhookQueries
+):
     pass
 
 
 @strawberry.type
-class Mutation(AccountMutations, TaskMutations, PartnerMutations, ProofMutations, ReviewMutations):
+class Mutation(
+    AccountMutations, TaskMutations, PartnerMutations, ProofMutations, ReviewMutations, WebhookMutations
+):
     pass
 
 

@@ -18,12 +18,14 @@ from datetime import UTC, datetime
 
 from tortoise.expressions import Q
 
-from models import Event, Partnership, PartnershipStatus, Task, TaskInstance
+from models import Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance
 from services.errors import NotFound
 from services.ids import parse_id
 
 # the history start of a user the viewer does not partner for: nothing of it is theirs
 NEVER = datetime.max.replace(tzinfo=UTC)
+# events for the owner alone: a reminder is a nudge to them, not news for their partners
+OWNER_ONLY_EVENTS = (EventType.DUE_SOON,)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,10 @@ class Access:
         clauses = [
             Q(user_id=user_id)
             if self.owns(user_id)
-            else Q(user_id=user_id, occurred_at__gte=self.since[user_id], task__deleted_at=None)
+            else Q(
+                Q(user_id=user_id, occurred_at__gte=self.since[user_id], task__deleted_at=None),
+                ~Q(type__in=OWNER_ONLY_EVENTS),
+            )
             for user_id in sorted(user_ids)
         ]
         return Q(*clauses, join_type=Q.OR) if clauses else Q(user_id__in=[])
@@ -114,9 +119,12 @@ async def watchers_of(user_ids: Collection[str]) -> dict[str, set[str]]:
 
 
 def pushed_to(event: Event, watchers: Collection[str]) -> set[str]:
-    """Who a new event goes live to: its user, and the partners watching them unless the task is deleted."""
+    """Who a new event goes live to: its user, and the partners watching them unless the task is deleted
+    or the event is the owner's alone."""
     owner = str(event.user_id)
-    return {owner} if event.task.deleted_at is not None else {owner, *watchers}
+    if event.task.deleted_at is not None or event.type in OWNER_ONLY_EVENTS:
+        return {owner}
+    return {owner, *watchers}
 
 
 async def is_active_partner(partner_id: str, user_id: str) -> bool:

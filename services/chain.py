@@ -32,6 +32,7 @@ from services.chain_sql import mark_missed, read_instance_locking_task
 from services.db import write_transaction
 from services.events import record_event
 from services.messaging import Outgoing, send, send_after_commit
+from services.reminders import plan_reminders
 from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
 from verification.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 
@@ -144,6 +145,7 @@ async def plan_next_instance(
         link_for=fire_at if linked else None,
         linked_at=now if linked else None,
     )
+    await plan_reminders(instance, task, now=now, link_horizon_seconds=timing.link_horizon_seconds)
     if linked:
         # inside the horizon the chain links itself; farther ones are the pump's to hand over
         send_after_commit(link_message(str(instance.id), 1, fire_at))

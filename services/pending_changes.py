@@ -13,6 +13,7 @@ appeal, a fire, an edit), else its message (services/pending_timer.py).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -190,15 +191,7 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingColumns
                 review_on_timeout=partner.on_timeout.value,
             )
             partner = None
-    now = TaskPatch(
-        title=patch.title,
-        description=patch.description,
-        description_set=patch.description_set,
-        schedule=patch.schedule,
-        gps=gps,
-        video_min_duration_seconds=video,
-        partner=partner,
-    )
+    now = replace(patch, gps=gps, video_min_duration_seconds=video, partner=partner)
     return now, later, touched
 
 

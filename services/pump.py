@@ -68,6 +68,13 @@ def _statements(dialect: str) -> tuple[str, str]:
     return live, claim
 
 
+def lost_link_condition(dialect: str, now: str, cutoff: str, overdue_s: str) -> str:
+    """The lost-link rule above as SQL over the placeholders given, for other tables of timers."""
+    return _LOST.format(
+        overdue=cutoff, sent_long_ago=_SENT_LONG_AGO[dialect].format(now=now, overdue_s=overdue_s)
+    )
+
+
 @dataclass(frozen=True)
 class PumpSettings:
     link_horizon_seconds: float

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from models import ReviewTimeoutPolicy, VerificationMethod
 from services.errors import BadInput
+from services.reminders import ReminderOffset
 from verification.errors import InvalidInput
 from verification.gps import validate_point
 from verification.recurrence import Schedule
@@ -49,6 +50,7 @@ class TaskDraft:
     gps: GpsRuleDraft | None = None
     video_min_duration_seconds: float | None = None
     partner: PartnerRuleDraft | None = None
+    reminders: tuple[ReminderOffset, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class TaskPatch:
     gps: GpsRuleDraft | None = None
     video_min_duration_seconds: float | None = None
     partner: PartnerRuleDraft | None = None
+    reminders: tuple[ReminderOffset, ...] | None = None  # None keeps them; () removes them
 
 
 def check_schedule_text(rrule: str | None, timezone: str | None, field: str) -> None:

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from models import Task, TaskState
 from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
 from services.db import db_now
+from services.reminders import stored
 from services.schedules import DueTimes, next_due_after
 from services.task_drafts import TaskPatch
 from verification.recurrence import Schedule
@@ -38,6 +39,8 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
     if patch.partner is not None:
         task.review_window_seconds = patch.partner.review_window_seconds
         task.review_on_timeout = patch.partner.on_timeout
+    if patch.reminders is not None:
+        task.reminders = stored(patch.reminders)
 
 
 async def replan(task: Task, schedule: Schedule, timing: ChainTiming, due: DueTimes | None) -> None:

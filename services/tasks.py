@@ -27,6 +27,7 @@ from services.pending_changes import (
     schedule_touched_keys,
     split_rules,
 )
+from services.reminders import check_reminders, offsets_of, replan_open_reminders, stored
 from services.schedule_edits import DAY, plan_schedule_edit
 from services.schedules import DueTimes, check_schedule, next_due_after, prefetch_due_times, schedule_of
 from services.task_drafts import (
@@ -56,6 +57,7 @@ async def create_task(
         schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
     )
     draft = replace(draft, schedule=schedule)
+    await check_reminders(draft.reminders, schedule, timing.recurrence)
     due = await prefetch_due_times(draft.schedule, before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
@@ -83,6 +85,7 @@ async def create_task(
             video_min_duration_seconds=draft.video_min_duration_seconds,
             review_window_seconds=partner.review_window_seconds if partner else None,
             review_on_timeout=partner.on_timeout if partner else None,
+            reminders=stored(draft.reminders),
         )
         # a one-off whose time has passed plans nothing and ends at once
         await plan_next_instance(task, after=before(task.starts_at), now=now, timing=timing, due=due)
@@ -131,6 +134,7 @@ async def update_task(
             timing=timing,
             day=horizon_day,
         )
+        await _check_reminders_of_update(owner, task_id, patch, plan.eventual or plan.now, timing)
         async with write_transaction():
             task = await _owned_task_locked(owner, task_id)
             if not plan.fits(task, has_schedule=patch.schedule is not None):
@@ -146,6 +150,19 @@ async def update_task(
 
 
 _SCHEDULE_ATTEMPTS = 3
+
+
+async def _check_reminders_of_update(
+    owner: User, task_id: str, patch: TaskPatch, schedule: Schedule | None, timing: ChainTiming
+) -> None:
+    """The reminders the task will have, against the schedule it will have (either may change)."""
+    if patch.reminders is None and schedule is None:
+        return
+    current = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
+    if current is None or str(current.owner_id) != str(owner.id):
+        return  # the locked read answers NOT_FOUND or FORBIDDEN without judging the input
+    reminders = patch.reminders if patch.reminders is not None else tuple(offsets_of(current))
+    await check_reminders(reminders, schedule or schedule_of(current), timing.recurrence)
 
 
 async def _apply_update(
@@ -169,6 +186,10 @@ async def _apply_update(
     else:
         # rule changes apply in place: proofs read the rule from the task row when they arrive
         await task.save()
+        if patch.reminders is not None:
+            await replan_open_reminders(
+                task, now=await db_now(), link_horizon_seconds=timing.link_horizon_seconds
+            )
 
 
 async def pause_task(owner: User, task_id: str, *, horizon_day: timedelta = DAY) -> Task:

@@ -3,7 +3,7 @@ from tortoise.migrations import operations as ops
 
 
 class Migration(migrations.Migration):
-    dependencies = [("models", "0007_verification_appeal_of")]
+    dependencies = [("models", "0008_reminders")]
 
     initial = False
 

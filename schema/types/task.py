@@ -9,12 +9,13 @@ import strawberry
 
 from models import Task as TaskRow
 from schema.context import Info
-from schema.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
+from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, TaskState, VerificationMethod
 from schema.types.pagination import PageInfo, check_first, decode_cursor
 from schema.types.pending_change import PendingChange, pending_change_of
 from schema.types.user import User, load_user
 from services.errors import BadInput
 from services.progress import Scope, ScopeKind
+from services.reminders import offsets_of
 from services.schedules import recurrence_budget, upcoming
 from services.task_reads import InstancePage
 
@@ -59,6 +60,12 @@ class VideoRule:
 class PartnerRule:
     review_window_seconds: int
     on_timeout: ReviewTimeoutPolicy
+
+
+@strawberry.type(description="a DUE_SOON event offsetSeconds before the window opens or the instance is due")
+class Reminder:
+    before: ReminderAnchor
+    offset_seconds: int
 
 
 @strawberry.type
@@ -120,6 +127,12 @@ class Task:
         if row.review_window_seconds is None or row.review_on_timeout is None:
             return None
         return PartnerRule(review_window_seconds=row.review_window_seconds, on_timeout=row.review_on_timeout)
+
+    @strawberry.field(description="the owner's alone: empty for partners")
+    async def reminders(self, info: Info) -> list[Reminder]:
+        if (await info.context.viewer()).id != self.row.owner_id:
+            return []
+        return [Reminder(before=o.anchor, offset_seconds=o.offset_seconds) for o in offsets_of(self.row)]
 
     @strawberry.field
     def state(self) -> TaskState:

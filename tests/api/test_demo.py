@@ -14,6 +14,8 @@ from tests.harness import ServerProcess, WorkerProcess
 from tests.mailbox import Mailbox, mailed_token
 
 EVENTS = "query($user: ID) { events(userId: $user, first: 100) { type taskTitle } }"
+# reminders come from the worker at their time: the first ("at open") is due as the demo starts
+REMINDER_WAIT_SECONDS = 30
 ME = "{ me { id } }"
 
 
@@ -41,18 +43,27 @@ def test_demo_produces_events_the_partner_sees(
             time.sleep(0.1)
         return mailed_token(mailbox.to(email, "Confirm your email")[-1])
 
-    assert run_demo(server.url, duration=4, mailed_token=mailed_token_of) == 0
+    assert run_demo(server.url, duration=8, mailed_token=mailed_token_of) == 0
 
     out = capsys.readouterr().out
     alice_token, bob_token = re.findall(r"token: (\S+)", out)
     assert '{"Authorization": "Bearer ' + bob_token + '"}' in out
     assert "subscription { verificationEvents" in out
     alice = as_user(server, alice_token, ME)["me"]["id"]
-    own = as_user(server, alice_token, EVENTS)["events"]
+    deadline = time.monotonic() + REMINDER_WAIT_SECONDS
+    while True:
+        own = as_user(server, alice_token, EVENTS)["events"]
+        if any(e["type"] == "DUE_SOON" for e in own) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     as_partner = as_user(server, bob_token, EVENTS, {"user": alice})["events"]
 
     kinds = {(e["type"], e["taskTitle"]) for e in own}
     assert ("VERIFIED", "Gym check-in") in kinds
     assert ("VERIFIED", "Breakfast photo") in kinds
     assert ("REVIEW_REQUESTED", "Read 20 pages") in kinds
-    assert as_partner == own
+    assert ("DUE_SOON", "Breakfast photo") in kinds
+    assert {("APPEAL_REQUESTED", "Evening walk"), ("APPEAL_DECIDED", "Evening walk")} <= kinds
+    assert "Evening walk" in out and "upholds: ACCEPTED" in out
+    # reminders are Alice's own: Bob reads everything else
+    assert as_partner == [e for e in own if e["type"] != "DUE_SOON"]

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import strawberry
+
+from resolvers.permissions import IsAuthenticated
+from schema.context import Info
+from schema.types.webhook import Webhook, WebhookRegistration
+from services import webhooks
+
+
+@strawberry.input
+class RegisterWebhookInput:
+    url: str = strawberry.field(description="https:// only, to a public address")
+    secret: str | None = strawberry.field(
+        default=None, description="16..200 characters; generated when left out"
+    )
+
+
+@strawberry.type
+class WebhookQueries:
+    @strawberry.field(permission_classes=[IsAuthenticated], description="your own webhooks")
+    async def webhooks(self, info: Info) -> list[Webhook]:
+        return [Webhook(row=row) for row in await webhooks.owned_webhooks(await info.context.viewer())]
+
+
+@strawberry.type
+class WebhookMutations:
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def register_webhook(self, info: Info, input: RegisterWebhookInput) -> WebhookRegistration:
+        settings = info.context.settings
+        row, secret = await webhooks.register_webhook(
+            await info.context.viewer(),
+            input.url,
+            input.secret,
+            allow_insecure=settings.webhook_allow_insecure,
+            max_per_user=settings.webhooks_per_user,
+            lookup_timeout=settings.webhook_timeout_seconds,
+        )
+        return WebhookRegistration(webhook=Webhook(row=row), secret=secret)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated])
+    async def delete_webhook(self, info: Info, id: strawberry.ID) -> bool:
+        await webhooks.delete_webhook(await info.context.viewer(), str(id))
+        return True

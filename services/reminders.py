@@ -1,0 +1,134 @@
+"""Reminders: a task's offsets ("at open", "30 min before due"), checked, and planned per instance.
+
+Each planned instance gets one instance_reminders row per offset, a durable timer of its own (fire_at)
+that rides the chain's mechanism: linked at once inside the horizon, else handed over by the pump
+(services/reminder_links.py), fired by `reminders.fire` (services/reminder_fire.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from models import InstanceReminder, InstanceStatus, ReminderAnchor, Task, TaskInstance
+from observability.metrics import count_links_sent
+from services.errors import BadInput
+from services.messaging import Outgoing, send_after_commit
+from verification.recurrence import RecurrenceBudget, Schedule, ScheduleError, smallest_gap_seconds
+
+FIRE_ACTOR = "reminders.fire"
+MAX_REMINDERS_PER_TASK = 5
+# a one-off task has no next occurrence to bound its offsets: a week before is as early as they go
+MAX_OFFSET_SECONDS = 7 * 24 * 3600
+# a reminder whose time passed more than this before its instance was planned is skipped, not sent late
+LATE_TOLERANCE = timedelta(seconds=60)
+FIELD = "input.reminders"
+
+
+@dataclass(frozen=True, order=True)
+class ReminderOffset:
+    """A reminder `offset_seconds` before the instance's window opens (OPENS) or before it is due (DUE)."""
+
+    anchor: ReminderAnchor
+    offset_seconds: int
+
+    def remind_at(self, instance: TaskInstance) -> datetime:
+        anchor = instance.opens_at if self.anchor is ReminderAnchor.OPENS else instance.due_at
+        return anchor - timedelta(seconds=self.offset_seconds)
+
+
+def offsets_of(task: Task) -> list[ReminderOffset]:
+    return [ReminderOffset(ReminderAnchor(str(a)), int(str(s))) for a, s in task.reminders or []]
+
+
+def stored(offsets: tuple[ReminderOffset, ...]) -> list[list[object]]:
+    return [[o.anchor.value, o.offset_seconds] for o in offsets]  # as the owner listed them
+
+
+async def check_reminders(
+    offsets: tuple[ReminderOffset, ...], schedule: Schedule, budget: RecurrenceBudget, field: str = FIELD
+) -> None:
+    """Bounded in count, no duplicates, and each one after the previous occurrence has closed (so every
+    instance gets all of its reminders); BAD_USER_INPUT naming the offending entry otherwise."""
+    if len(offsets) > MAX_REMINDERS_PER_TASK:
+        raise BadInput(field, f"at most {MAX_REMINDERS_PER_TASK} reminders per task")
+    if len(set(offsets)) != len(offsets):
+        raise BadInput(field, "lists the same reminder twice")
+    for n, offset in enumerate(offsets):
+        if not 0 <= offset.offset_seconds <= MAX_OFFSET_SECONDS:
+            raise BadInput(f"{field}.{n}.offsetSeconds", f"must be between 0 and {MAX_OFFSET_SECONDS}")
+    if not offsets or schedule.rrule is None:
+        return
+    try:
+        gap = await asyncio.to_thread(smallest_gap_seconds, schedule, budget=budget)
+    except ScheduleError:
+        return  # the schedule's own check reports it
+    if gap is None:
+        return
+    for n, offset in enumerate(offsets):
+        # how long before the due time it fires, and how long before that the previous one closes
+        lead = offset.offset_seconds + (
+            schedule.window_seconds if offset.anchor is ReminderAnchor.OPENS else 0
+        )
+        if lead + schedule.grace_seconds > gap:
+            raise BadInput(
+                f"{field}.{n}.offsetSeconds",
+                f"must fire after the previous occurrence closes: at most"
+                f" {max(0, int(gap) - schedule.grace_seconds - (lead - offset.offset_seconds))}",
+            )
+
+
+def reminder_message(reminder_id: str, link_no: int, fire_at: datetime) -> Outgoing:
+    return Outgoing(FIRE_ACTOR, (reminder_id, link_no), eta=fire_at)
+
+
+async def plan_reminders(
+    instance: TaskInstance,
+    task: Task,
+    *,
+    now: datetime,
+    link_horizon_seconds: float,
+    not_before: datetime | None = None,
+) -> None:
+    """The new instance's reminders, in the caller's transaction (one insert; none when the task has no
+    offsets); those inside the horizon are linked after commit, like the chain's own links."""
+    offsets = offsets_of(task)
+    if not offsets:
+        return
+    earliest = now - LATE_TOLERANCE if not_before is None else not_before
+    rows: list[InstanceReminder] = []
+    for offset in offsets:
+        remind_at = offset.remind_at(instance)
+        if remind_at < earliest:
+            continue
+        linked = (remind_at - now).total_seconds() <= link_horizon_seconds
+        rows.append(
+            InstanceReminder(
+                instance=instance,
+                anchor=offset.anchor,
+                offset_seconds=offset.offset_seconds,
+                remind_at=remind_at,
+                fire_at=remind_at,
+                link_no=1 if linked else 0,
+                link_for=remind_at if linked else None,
+                linked_at=now if linked else None,
+            )
+        )
+    if not rows:
+        return
+    await InstanceReminder.bulk_create(rows)
+    for row in rows:
+        if row.link_for is not None:
+            send_after_commit(reminder_message(str(row.id), 1, row.remind_at))
+            count_links_sent("reminder")
+
+
+async def replan_open_reminders(task: Task, *, now: datetime, link_horizon_seconds: float) -> None:
+    """The task's reminders changed (its schedule did not): the open instance's reminders still to come
+    are replaced by the new ones; links already sent find their row gone and do nothing."""
+    instance = await TaskInstance.filter(task_id=task.id, status=InstanceStatus.PENDING).first()
+    if instance is None:
+        return
+    await InstanceReminder.filter(instance_id=instance.id, fired_at=None).delete()
+    await plan_reminders(instance, task, now=now, link_horizon_seconds=link_horizon_seconds, not_before=now)

@@ -1,0 +1,176 @@
+"""Owners' webhooks: registered with a checked address and an HMAC secret; each reminder is POSTed,
+signed, to every webhook of its owner by `webhooks.deliver`, retried with exponential backoff, then
+given up (and counted so)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import http.client
+import json
+import logging
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+from models import Task, TaskInstance, User, Webhook
+from observability.metrics import count_webhook_delivery
+from services.errors import BadInput, Conflict, NotFound
+from services.ids import parse_id
+from services.messaging import Outgoing, send, send_after_commit
+from services.webhook_addresses import RefusedAddress, checked_address, parse_target, post
+
+log = logging.getLogger("proofloop.webhooks")
+
+DELIVER_ACTOR = "webhooks.deliver"
+WEBHOOK_QUEUE = "webhooks"  # its own queue: a slow receiver never delays a chain link or a mail
+SIGNATURE_HEADER = "X-Proofloop-Signature"
+TIMESTAMP_HEADER = "X-Proofloop-Timestamp"
+DELIVERY_HEADER = "X-Proofloop-Delivery"
+SECRET_LENGTHS = (16, 200)
+
+
+@dataclass(frozen=True)
+class WebhookPolicy:
+    allow_insecure: bool
+    max_attempts: int
+    backoff_seconds: float
+    timeout_seconds: float
+
+
+class DeliveryOutcome(StrEnum):
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    GIVEN_UP = "given_up"
+    REFUSED = "refused"
+    GONE = "gone"
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """`sha256=<hex>` of HMAC-SHA256(secret, "<timestamp>." + body): what a receiver recomputes."""
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+async def register_webhook(
+    owner: User,
+    url: str,
+    secret: str | None,
+    *,
+    allow_insecure: bool,
+    max_per_user: int,
+    lookup_timeout: float,
+) -> tuple[Webhook, str]:
+    """A new webhook and its secret (generated unless given); the caller shows the secret once."""
+    try:
+        target = parse_target(url.strip(), allow_insecure=allow_insecure)
+    except RefusedAddress as exc:
+        raise BadInput("input.url", str(exc)) from None
+    if secret is None:
+        secret = secrets.token_urlsafe(32)
+    elif not SECRET_LENGTHS[0] <= len(secret) <= SECRET_LENGTHS[1]:
+        raise BadInput("input.secret", f"must be {SECRET_LENGTHS[0]} to {SECRET_LENGTHS[1]} characters")
+    if await Webhook.filter(owner_id=owner.id).count() >= max_per_user:
+        raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
+    try:
+        await checked_address(target, allow_insecure=allow_insecure, within_seconds=lookup_timeout)
+    except RefusedAddress as exc:
+        raise BadInput("input.url", str(exc)) from None
+    hook = await Webhook.create(owner_id=owner.id, url=url.strip(), secret=secret)
+    return hook, secret
+
+
+async def owned_webhooks(owner: User) -> list[Webhook]:
+    return await Webhook.filter(owner_id=owner.id).order_by("created_at", "id")
+
+
+async def delete_webhook(owner: User, webhook_id: str) -> None:
+    deleted = await Webhook.filter(id=parse_id(webhook_id, "webhook"), owner_id=owner.id).delete()
+    if not deleted:
+        raise NotFound("no such webhook")
+
+
+def _iso(at: datetime) -> str:
+    return at.astimezone(UTC).isoformat()
+
+
+async def queue_reminder_webhooks(
+    task: Task, instance: TaskInstance, reminder_id: str, now: datetime
+) -> None:
+    """Inside the reminder's transaction: one delivery per webhook of the owner, sent after commit."""
+    hook_ids = await Webhook.filter(owner_id=task.owner_id).values_list("id", flat=True)
+    if not hook_ids:
+        return
+    payload = {
+        "type": "DUE_SOON",
+        "deliveryId": reminder_id,
+        "occurredAt": _iso(now),
+        "task": {"id": str(task.id), "title": task.title},
+        "instance": {
+            "id": str(instance.id),
+            "opensAt": _iso(instance.opens_at),
+            "dueAt": _iso(instance.due_at),
+            "closesAt": _iso(instance.closes_at),
+        },
+    }
+    body = json.dumps(payload, separators=(",", ":"))
+    for hook_id in hook_ids:
+        send_after_commit(delivery_message(str(hook_id), body, reminder_id, attempt=1))
+
+
+def delivery_message(
+    hook_id: str, body: str, delivery_id: str, *, attempt: int, eta: datetime | None = None
+) -> Outgoing:
+    return Outgoing(DELIVER_ACTOR, (hook_id, body, delivery_id, attempt), eta=eta, queue_name=WEBHOOK_QUEUE)
+
+
+async def deliver_webhook(
+    hook_id: str, body: str, delivery_id: str, attempt: int, policy: WebhookPolicy
+) -> DeliveryOutcome:
+    """One attempt; a failure sends the next attempt with a doubled delay, until max_attempts."""
+    hook = await Webhook.get_or_none(id=parse_id(hook_id, "webhook"))
+    if hook is None:
+        return DeliveryOutcome.GONE  # deleted since: nothing to deliver to
+    try:
+        # resolved and checked again now: the name may point elsewhere than at registration
+        target = parse_target(hook.url, allow_insecure=policy.allow_insecure)
+        address = await checked_address(
+            target, allow_insecure=policy.allow_insecure, within_seconds=policy.timeout_seconds
+        )
+    except RefusedAddress as exc:
+        count_webhook_delivery(DeliveryOutcome.REFUSED.value)
+        log.warning("webhook refused: %s", exc, extra={"webhook_id": hook_id})
+        return DeliveryOutcome.REFUSED
+    timestamp = str(int(time.time()))
+    data = body.encode()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "Proofloop-Webhook/1",
+        TIMESTAMP_HEADER: timestamp,
+        SIGNATURE_HEADER: signature(hook.secret, timestamp, data),
+        DELIVERY_HEADER: delivery_id,
+    }
+    try:
+        status = await asyncio.to_thread(post, target, address, data, headers, policy.timeout_seconds)
+    except (OSError, http.client.HTTPException) as exc:
+        status, reason = 0, type(exc).__name__
+    else:
+        reason = f"HTTP {status}"
+    if 200 <= status < 300:
+        count_webhook_delivery(DeliveryOutcome.DELIVERED.value)
+        return DeliveryOutcome.DELIVERED
+    if attempt >= policy.max_attempts:
+        count_webhook_delivery(DeliveryOutcome.GIVEN_UP.value)
+        log.warning("webhook given up after %d attempts (%s)", attempt, reason, extra={"webhook_id": hook_id})
+        return DeliveryOutcome.GIVEN_UP
+    count_webhook_delivery(DeliveryOutcome.FAILED.value)
+    delay = timedelta(seconds=policy.backoff_seconds * 2 ** (attempt - 1))
+    eta = datetime.now(UTC) + delay
+    await send([delivery_message(hook_id, body, delivery_id, attempt=attempt + 1, eta=eta)])
+    log.info(
+        "webhook attempt %d failed (%s); next in %s", attempt, reason, delay, extra={"webhook_id": hook_id}
+    )
+    return DeliveryOutcome.FAILED

