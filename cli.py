@@ -195,8 +195,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         while not stop.requested and dramatiq.running():
             stop.wait(0.5)
         code = dramatiq.exit_code()
+        if not stop.requested:
+            # Dramatiq stops the other processes when one dies; the supervisor restarts the whole command
+            log.error("a Dramatiq process died (Dramatiq exited with code %s): exiting non-zero", code)
         stop_children([dramatiq], stop, CHILD_GRACE_SECONDS)
-        return 0 if stop.requested else (code or 0)
+        return 0 if stop.requested else (code or 1)
 
 
 def _answers(url: str) -> bool:

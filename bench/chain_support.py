@@ -166,10 +166,10 @@ class Proc:
     def running(self) -> bool:
         return self.proc.poll() is None
 
-    def wait_for_log(self, marker: str, timeout: float = 60) -> None:
+    def wait_for_log(self, marker: str, timeout: float = 60, count: int = 1) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if marker in self.log():
+            if self.log().count(marker) >= count:
                 return
             if not self.running():
                 raise RuntimeError(f"{self.name} exited ({self.proc.returncode}):\n{self.log()[-3000:]}")
@@ -241,7 +241,7 @@ class BenchEnv:
         env.update(extra or {})
         return env
 
-    def proofloop_worker(self, extra_env: dict[str, str] | None = None) -> Proc:
+    def proofloop_worker(self, extra_env: dict[str, str] | None = None, processes: int = PROCESSES) -> Proc:
         """`proofloop worker --processes 1 --threads 8` (which runs `python -m dramatiq actors.worker`)."""
         args = [
             sys.executable,
@@ -249,16 +249,16 @@ class BenchEnv:
             "cli",
             "worker",
             "--processes",
-            str(PROCESSES),
+            str(processes),
             "--threads",
             str(THREADS),
         ]
         proc = Proc("proofloop-worker", args, self.child_env(extra_env), self.data_dir)
         self.procs.append(proc)
-        proc.wait_for_log("Worker process is ready for action")
+        proc.wait_for_log("Worker process is ready for action", count=processes)
         return proc
 
-    def raw_worker(self) -> Proc:
+    def raw_worker(self, processes: int = PROCESSES) -> Proc:
         """Raw Dramatiq: a no-op async actor on a plain RedisBroker + AsyncIO, same worker settings."""
         args = [
             sys.executable,
@@ -266,7 +266,7 @@ class BenchEnv:
             "dramatiq",
             "bench.raw_dramatiq",
             "--processes",
-            str(PROCESSES),
+            str(processes),
             "--threads",
             str(THREADS),
             "--queues",
@@ -274,7 +274,7 @@ class BenchEnv:
         ]
         proc = Proc("raw-worker", args, self.child_env({RAW_REDIS_ENV: self.redis_url}), self.data_dir)
         self.procs.append(proc)
-        proc.wait_for_log("Worker process is ready for action")
+        proc.wait_for_log("Worker process is ready for action", count=processes)
         return proc
 
     def redis(self) -> redis.Redis:

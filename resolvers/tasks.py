@@ -103,13 +103,15 @@ class TaskMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def create_task(self, info: Info, input: CreateTaskInput) -> Task:
         settings = info.context.settings
-        row = await tasks.create_task(
+        row, planned = await tasks.create_task_planned(
             await info.context.viewer(),
             input.to_draft(),
             min_interval_seconds=settings.min_interval_seconds,
             timing=chain_timing(settings),
             max_tasks=settings.max_tasks_per_user,
         )
+        # currentInstance is the one just planned: no read to find it again
+        info.context.loaders.open_instance.prime(str(row.id), planned)
         return Task(row=row)
 
     @strawberry.mutation(

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from graphql import (
+    DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
@@ -26,8 +27,6 @@ from graphql import (
     IntValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
-    ValidationContext,
-    ValidationRule,
     VariableNode,
     get_named_type,
     get_nullable_type,
@@ -140,36 +139,43 @@ def _is_connection(parent: GraphQLOutputType) -> bool:
     return isinstance(parent, GraphQLObjectType) and parent.name.endswith("Connection")
 
 
-def cost_rule(budget: int, variables: Mapping[str, Any]) -> type[ValidationRule]:
-    class QueryCostRule(ValidationRule):
-        def __init__(self, context: ValidationContext) -> None:
-            super().__init__(context)
-            document = context.document
-            self.fragments = {
-                d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-            }
+def over_budget(
+    schema: GraphQLSchema, document: DocumentNode, variables: Mapping[str, Any], budget: int
+) -> list[GraphQLError]:
+    """An error for each operation of the document whose cost exceeds the budget (none when all fit).
 
-        def enter_operation_definition(self, node: OperationDefinitionNode, *_: object) -> None:
-            cost = QueryCost(self.context.schema, self.fragments, variables, node).of_operation(node)
-            if cost > budget:
-                self.report_error(
-                    GraphQLError(
-                        f"query cost {cost} exceeds the budget of {budget}: list sizes (first, last) "
-                        "multiply through nesting; ask for smaller pages or fewer nested lists",
-                        node,
-                    )
+    It runs before the document's other rules (an unknown field or fragment simply costs nothing), so a
+    document over the budget is refused without being validated."""
+    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    errors = []
+    for node in document.definitions:
+        if not isinstance(node, OperationDefinitionNode):
+            continue
+        cost = QueryCost(schema, fragments, variables, node).of_operation(node)
+        if cost > budget:
+            errors.append(
+                GraphQLError(
+                    f"query cost {cost} exceeds the budget of {budget}: list sizes (first, last) "
+                    "multiply through nesting; ask for smaller pages or fewer nested lists",
+                    node,
                 )
-
-    return QueryCostRule
+            )
+    return errors
 
 
 class QueryCostLimiter(SchemaExtension):
-    """Adds the cost rule with this request's variables and the budget from its settings."""
+    """Prices the document with this request's variables against the budget from its settings.
 
-    def on_operation(self) -> Iterator[None]:
-        context = self.execution_context.context
-        budget: int | None = getattr(getattr(context, "settings", None), "max_query_cost", None)
-        if budget is not None:
-            rule = cost_rule(budget, self.execution_context.variables or {})
-            self.execution_context.validation_rules = (*self.execution_context.validation_rules, rule)
+    Not a validation rule: it reads the request, while the rules proper are judged once per document
+    (schema/shared_validation.py)."""
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        budget: int | None = getattr(getattr(context.context, "settings", None), "max_query_cost", None)
+        if budget is not None and context.graphql_document is not None:
+            errors = over_budget(
+                context.schema._schema, context.graphql_document, context.variables or {}, budget
+            )
+            if errors:
+                context.pre_execution_errors = errors  # Strawberry then skips the other rules
         yield

@@ -22,6 +22,7 @@ from schema.metrics_extension import OperationMetrics
 from schema.parse_cache import SharedParses
 from schema.query_cost import QueryCostLimiter
 from schema.scalars import SCALAR_OVERRIDES
+from schema.shared_validation import SharedValidation
 
 MAX_DEPTH = 10
 MAX_ALIASES = 30
@@ -60,6 +61,8 @@ schema = ProofloopSchema(
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
         lambda: AddValidationRules([OneMediaUploadPerDocument]),
+        # a document that passed the rules above once is not judged by them again
+        SharedValidation,
         QueryCostLimiter,  # its budget is PROOFLOOP_MAX_QUERY_COST, read from the request's settings
         ArgumentGuards,
         ErrorCodes,

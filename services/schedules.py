@@ -3,12 +3,15 @@
 Every expansion runs in a worker thread under the settings' RecurrenceBudget, never on the event loop.
 The chain computes due times before it opens its transaction (prefetch_due_times) and only picks from
 them under the row lock; it expands under the lock only when the prefetch no longer covers the moment.
+Both calls are pure, so their results are remembered per process (RecurrenceMemo): a schedule many
+tasks share ("daily at 07:00 from tomorrow", a batch of createTask aliases) is expanded once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -55,23 +58,70 @@ def schedule_of(task: Task) -> Schedule:
     )
 
 
+class RecurrenceMemo:
+    """The last results of a pure recurrence call, by its arguments; a hit needs no worker thread.
+
+    Only successes are kept (a refused rule is judged again, within its budget). Used from the event
+    loop only, so it needs no lock. Equal aware datetimes are the same instant, which is all the rules
+    read of them.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._results: OrderedDict[object, object] = OrderedDict()
+
+    def get(self, key: object) -> object | None:
+        if key in self._results:
+            self._results.move_to_end(key)
+        return self._results.get(key)
+
+    def put(self, key: object, result: object) -> None:
+        self._results[key] = result
+        self._results.move_to_end(key)
+        if len(self._results) > self.size:
+            self._results.popitem(last=False)
+
+
+_MEMO_SIZE = 4096  # results of a few hundred bytes each
+_checked_memo = RecurrenceMemo(_MEMO_SIZE)
+_expanded_memo = RecurrenceMemo(_MEMO_SIZE)
+
+
 async def check_schedule(
     schedule: Schedule, *, min_interval_seconds: int, budget: RecurrenceBudget
 ) -> Schedule:
     """Validate off the event loop; call it before any transaction opens (it may spend the whole budget).
 
     Returns the schedule with its COUNT end found, to be stored with it."""
+    known = known_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=budget)
+    if known is not None:
+        return known
     try:
-        return await asyncio.to_thread(_checked, schedule, min_interval_seconds, budget)
+        checked = await asyncio.to_thread(_checked, schedule, min_interval_seconds, budget)
     except ScheduleError as exc:
         field = f"{SCHEDULE_FIELD}.{exc.field}"
         message = exc.message.removeprefix(f"{exc.field}: ")
         raise BadInput(field, f"{field}: {message}") from None
+    _checked_memo.put((schedule, min_interval_seconds, budget), checked)
+    return replace(schedule, count_ends_at=checked.count_ends_at)
 
 
-def _checked(schedule: Schedule, min_interval_seconds: int, budget: RecurrenceBudget) -> Schedule:
+def known_schedule(
+    schedule: Schedule, *, min_interval_seconds: int, budget: RecurrenceBudget
+) -> Schedule | None:
+    """check_schedule's answer when this process already validated the same schedule, else None (no work)."""
+    known = _checked_memo.get((schedule, min_interval_seconds, budget))
+    return replace(schedule, count_ends_at=known.count_ends_at) if isinstance(known, _Checked) else None
+
+
+@dataclass(frozen=True)
+class _Checked:
+    count_ends_at: datetime | None
+
+
+def _checked(schedule: Schedule, min_interval_seconds: int, budget: RecurrenceBudget) -> _Checked:
     validate_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=budget)
-    return replace(schedule, count_ends_at=count_ends_at(schedule, budget=budget))
+    return _Checked(count_ends_at(schedule, budget=budget))
 
 
 @dataclass(frozen=True)
@@ -97,8 +147,13 @@ async def due_times_after(
     schedule: Schedule, after: datetime, count: int, budget: RecurrenceBudget
 ) -> DueTimes:
     """Expand in a worker thread. A stored rule past the budget counts as exhausted (logged)."""
+    key = (schedule, after, count, budget)
+    known = _expanded_memo.get(key)
+    if isinstance(known, tuple):
+        return DueTimes(schedule, after, known, exhausted=len(known) < count)
     try:
         times = await asyncio.to_thread(occurrences_after, schedule, after, count, budget=budget)
+        _expanded_memo.put(key, tuple(times))
     except RecurrenceTooCostly:
         log.error(
             "schedule over the recurrence budget; treated as exhausted", extra={"rrule": schedule.rrule}

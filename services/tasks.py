@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from models import (
     ReviewTimeoutPolicy,
     Task,
+    TaskInstance,
     TaskState,
     User,
     VerificationMethod,
@@ -15,7 +16,7 @@ from models import (
 from services.access import is_active_partner
 from services.chain import ChainTiming, plan_next_instance
 from services.commitment_horizon import horizon_of
-from services.db import db_now, write_transaction
+from services.db import connection, db_now, is_sqlite, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.ids import parse_id
 from services.pending_changes import (
@@ -29,7 +30,14 @@ from services.pending_changes import (
 )
 from services.reminders import check_reminders, offsets_of, replan_open_reminders, stored
 from services.schedule_edits import DAY, plan_schedule_edit
-from services.schedules import DueTimes, check_schedule, next_due_after, prefetch_due_times, schedule_of
+from services.schedules import (
+    DueTimes,
+    check_schedule,
+    known_schedule,
+    next_due_after,
+    prefetch_due_times,
+    schedule_of,
+)
 from services.task_drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
@@ -48,16 +56,28 @@ from verification.recurrence import Schedule
 async def create_task(
     owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
 ) -> Task:
+    task, _ = await create_task_planned(
+        owner, draft, min_interval_seconds=min_interval_seconds, timing=timing, max_tasks=max_tasks
+    )
+    return task
+
+
+async def create_task_planned(
+    owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
+) -> tuple[Task, TaskInstance | None]:
+    """Create the task and plan its first instance in one transaction: (task, that instance or None)."""
     title = check_title(draft.title)
     description = check_description(draft.description)
     check_rules(draft)
-    await check_task_quota(owner, max_tasks)  # before the schedule's costlier validation
     schedule = whole_seconds(draft.schedule)
-    schedule = await check_schedule(
-        schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
-    )
-    draft = replace(draft, schedule=schedule)
-    await check_reminders(draft.reminders, schedule, timing.recurrence)
+    checked = known_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence)
+    if checked is None:
+        await check_task_quota(owner, max_tasks)  # before the schedule's costlier validation
+        checked = await check_schedule(
+            schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
+        )
+    draft = replace(draft, schedule=checked)
+    await check_reminders(draft.reminders, checked, timing.recurrence)
     due = await prefetch_due_times(draft.schedule, before(draft.schedule.starts_at), timing.recurrence)
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
@@ -65,8 +85,9 @@ async def create_task(
     async with write_transaction():
         # serializes this owner's creates, so two at once cannot both pass the quota
         await User.filter(id=owner.id).select_for_update().first()
-        await check_task_quota(owner, max_tasks)
-        now = await db_now()
+        count, now = await _task_count_and_now(owner)  # a statement after the lock: it sees their commits
+        if count >= max_tasks:
+            raise _over_quota(max_tasks)
         task = await Task.create(
             owner=owner,
             title=title,
@@ -88,13 +109,32 @@ async def create_task(
             reminders=stored(draft.reminders),
         )
         # a one-off whose time has passed plans nothing and ends at once
-        await plan_next_instance(task, after=before(task.starts_at), now=now, timing=timing, due=due)
-    return task
+        instance = await plan_next_instance(
+            task, after=before(task.starts_at), now=now, timing=timing, due=due
+        )
+    return task, instance
 
 
 async def check_task_quota(owner: User, max_tasks: int) -> None:
     if await Task.filter(owner_id=owner.id, deleted_at=None).count() >= max_tasks:
-        raise Conflict(f"you have {max_tasks} tasks, the most allowed: delete one to create another")
+        raise _over_quota(max_tasks)
+
+
+def _over_quota(max_tasks: int) -> Conflict:
+    return Conflict(f"you have {max_tasks} tasks, the most allowed: delete one to create another")
+
+
+_TASK_COUNT_AND_NOW = (
+    "SELECT COUNT(*) AS n, clock_timestamp() AS now FROM tasks WHERE owner_id = $1 AND deleted_at IS NULL"
+)
+
+
+async def _task_count_and_now(owner: User) -> tuple[int, datetime]:
+    """The owner's tasks and the database clock, in one statement on PostgreSQL."""
+    if is_sqlite():
+        return await Task.filter(owner_id=owner.id, deleted_at=None).count(), await db_now()
+    rows = await connection().execute_query_dict(_TASK_COUNT_AND_NOW, [str(owner.id)])
+    return int(rows[0]["n"]), rows[0]["now"].astimezone(UTC)
 
 
 async def _owned_task_locked(owner: User, task_id: str) -> Task:

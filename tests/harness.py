@@ -148,9 +148,10 @@ class ServerProcess(_Process):
 
 
 class WorkerProcess(_Process):
-    def __init__(self, env: dict[str, str], threads: int = 8) -> None:
+    def __init__(self, env: dict[str, str], threads: int = 8, processes: int = 1) -> None:
         super().__init__(env, "worker")
         self.threads = threads
+        self.processes = processes
 
     def __enter__(self) -> WorkerProcess:
         self.start()
@@ -159,13 +160,24 @@ class WorkerProcess(_Process):
     def start(self) -> None:
         env = dict(self.env)
         self.env = env
-        self.spawn([sys.executable, "-m", "cli", "worker", "--threads", str(self.threads)])
+        self.spawn(
+            [
+                sys.executable,
+                "-m",
+                "cli",
+                "worker",
+                "--threads",
+                str(self.threads),
+                "--processes",
+                str(self.processes),
+            ]
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited:\n{self.log()}")
-            if "Worker process is ready" in self.log() or "is ready for action" in self.log():
+            if self.log().count("is ready for action") >= self.processes:
                 return
             time.sleep(0.1)
         raise RuntimeError(f"worker did not start:\n{self.log()}")
