@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from graphql import GraphQLFormattedError
@@ -91,19 +92,35 @@ def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
     return {"message": refused.message, "extensions": {"code": refused.code}}
 
 
-def _over_quota(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | None:
-    """A subscription past its user's quota, refused before it is validated or run: a flood of them must
-    not cost a whole operation each (the resolver checks again, for the race between two sockets)."""
+Release = Callable[[], None]
+
+
+def _admit(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | Release | None:
+    """Count a subscription against its user's quota from its frame on, before it is validated or run: a
+    burst of frames must not cost a whole operation each before the first of them is registered (the
+    resolver checks again, exactly). An error past the quota; else what to call once the operation ends
+    (None: nothing counted, e.g. a query)."""
     context: Context = handler.context
     hub = running_hub()
     if context.session is None or hub is None:
         return None
-    limit = context.settings.max_subscriptions_per_user
-    refusal = hub.subscription_refusal(str(context.session.user.id), limit)
-    if refusal is None or not is_subscription(payload.get("query"), payload.get("operationName")):
+    if not is_subscription(payload.get("query"), payload.get("operationName")):
         return None
+    viewer_id = str(context.session.user.id)
+    refusal = hub.admit_subscription(viewer_id, context.settings.max_subscriptions_per_user)
+    if refusal is None:
+        return partial(hub.release_subscription, viewer_id)
     log.info("client error RATE_LIMITED %s", {"operation": "subscription quota"})
     return {"message": refusal, "extensions": {"code": "RATE_LIMITED"}}
+
+
+def _release_when_done(task: asyncio.Task[Any] | None, release: Release) -> None:
+    """Release an admission when its operation's task ends; at once when no task was started for it
+    (a duplicate id's release goes with the earlier task: the counts still balance)."""
+    if task is None:
+        release()
+    else:
+        task.add_done_callback(lambda _: release())
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
@@ -124,9 +141,16 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                     {"id": message["id"], "type": "error", "payload": [_refusal(refused)]}
                 )
                 return
-            if over := _over_quota(self, message["payload"]):
-                await self.send_message({"id": message["id"], "type": "error", "payload": [over]})
+            admitted = _admit(self, message["payload"])
+            if isinstance(admitted, dict):
+                await self.send_message({"id": message["id"], "type": "error", "payload": [admitted]})
+                await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
                 return
+            await super().handle_message(message)
+            if admitted is not None:
+                operation = self.operations.get(message["id"])
+                _release_when_done(operation.task if operation else None, admitted)
+            return
         await super().handle_message(message)
 
 
@@ -159,9 +183,15 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 error = ErrorMessage(type="error", id=message["id"], payload=_refusal(refused))
                 await self.send_message(error)
                 return
-            if over := _over_quota(self, message["payload"]):
-                await self.send_message(ErrorMessage(type="error", id=message["id"], payload=over))
+            admitted = _admit(self, message["payload"])
+            if isinstance(admitted, dict):
+                await self.send_message(ErrorMessage(type="error", id=message["id"], payload=admitted))
+                await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
                 return
+            await super().handle_message(message)
+            if admitted is not None:
+                _release_when_done(self.tasks.get(message["id"]), admitted)
+            return
         await super().handle_message(message)
 
     async def refuse_frame(self, reason: str) -> None:

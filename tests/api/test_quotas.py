@@ -181,6 +181,32 @@ async def test_a_subscription_over_quota_is_refused_before_it_is_validated(
         await other.close()
 
 
+async def test_a_burst_of_subscription_frames_is_counted_from_each_frame(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    """Frames sent at once are counted as they arrive, not once their subscriptions are registered: past
+    the quota they are refused before validation, and an operation that ends gives its place back."""
+    token, _ = await quota_api.register()
+    socket = await open_socket(small_quotas, token)
+    invalid = {"query": "subscription { verificationEvents { nope } }"}
+    try:
+        await acked(socket)
+        await socket.send(json.dumps({"id": "bad", "type": "subscribe", "payload": invalid}))
+        failed = json.loads(await asyncio.wait_for(socket.recv(), 10))
+        assert failed["payload"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+        for operation_id in ("a", "b", "c"):  # "bad" gave its place back: three fit
+            await subscribe(socket, operation_id)
+        for n in range(5):  # no wait: the three above may not be registered yet
+            await socket.send(json.dumps({"id": f"x{n}", "type": "subscribe", "payload": invalid}))
+        answers = [json.loads(await asyncio.wait_for(socket.recv(), 10)) for _ in range(5)]
+        assert [(a["id"], a["type"]) for a in answers] == [(f"x{n}", "error") for n in range(5)]
+        assert {a["payload"][0]["extensions"]["code"] for a in answers} == {"RATE_LIMITED"}
+        with pytest.raises(TimeoutError):  # the three wait quietly for events
+            await asyncio.wait_for(socket.recv(), 1)
+    finally:
+        await socket.close()
+
+
 async def test_healthz_answers_while_one_user_attacks(
     small_quotas: ServerProcess, quota_api: ApiClient
 ) -> None:
