@@ -18,7 +18,7 @@ from schema.execution import ProofloopExecutionContext
 from schema.input_guards import ArgumentGuards
 from schema.media_uploads import OneMediaUploadPerDocument
 from schema.metrics_extension import OperationMetrics
-from schema.parse_cache import SharedParses
+from schema.parse_cache import SharedParses, SharedValidations
 from schema.query_cost import QueryCostLimiter
 from schema.scalars import SCALAR_OVERRIDES
 
@@ -57,6 +57,7 @@ schema = ProofloopSchema(
         lambda: AddValidationRules([OneMediaUploadPerDocument]),
         QueryCostLimiter,  # its budget is PROOFLOOP_MAX_QUERY_COST, read from the request's settings
         ArgumentGuards,
+        SharedValidations,
         ErrorCodes,
     ],
 )

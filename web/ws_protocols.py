@@ -110,7 +110,11 @@ def _admit(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | 
     refusal = hub.admit_subscription(viewer_id, context.settings.max_subscriptions_per_user)
     if refusal is None:
         return partial(hub.release_subscription, viewer_id)
-    log.info("client error RATE_LIMITED %s", {"operation": "subscription quota"})
+    if not handler.quota_refusal_logged:  # a flood of refusals writes one line per socket, not one each
+        handler.quota_refusal_logged = True
+        log.info(
+            "client error RATE_LIMITED %s", {"operation": "subscription quota", "logged": "once per socket"}
+        )
     return {"message": refusal, "extensions": {"code": "RATE_LIMITED"}}
 
 
@@ -124,6 +128,8 @@ def _release_when_done(task: asyncio.Task[Any] | None, release: Release) -> None
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    quota_refusal_logged = False
+
     async def handle_invalid_message(self, error_message: str) -> None:
         log.info("client error: malformed websocket frame (%s)", error_message)
         await super().handle_invalid_message(error_message)
@@ -155,6 +161,8 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    quota_refusal_logged = False
+
     async def handle(self) -> None:
         try:
             async for message in self.websocket.iter_json():
