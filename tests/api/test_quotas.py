@@ -16,6 +16,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from tests.api.test_media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.harness import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port
 
 QUOTAS = {
@@ -210,11 +211,13 @@ async def test_a_burst_of_subscription_frames_is_counted_from_each_frame(
 async def test_healthz_answers_while_one_user_attacks(
     small_quotas: ServerProcess, quota_api: ApiClient
 ) -> None:
-    """20 sockets x 100 subscriptions, a costly document and an invite flood at once; /healthz keeps answering."""
+    """20 sockets x 100 subscriptions, a costly document and an invite flood at once; /healthz keeps answering
+    and the API's memory stays under the budget."""
     token, _ = await quota_api.register()
     stop = asyncio.Event()
     statuses: list[int] = []
     latencies: list[float] = []
+    rss_peak = [api_rss_mb(small_quotas)]
 
     async def poll_healthz() -> None:
         async with aiohttp.ClientSession() as session:
@@ -223,6 +226,7 @@ async def test_healthz_answers_while_one_user_attacks(
                 async with session.get(f"{small_quotas.url}/healthz") as response:
                     statuses.append(response.status)
                 latencies.append(time.monotonic() - started)
+                rss_peak.append(api_rss_mb(small_quotas))
                 await asyncio.sleep(0.1)
 
     async def socket_attack(index: int) -> None:
@@ -254,3 +258,4 @@ async def test_healthz_answers_while_one_user_attacks(
     print(f"/healthz during the attack: {len(statuses)} answers, slowest {max(latencies) * 1000:.0f} ms")
     assert statuses
     assert set(statuses) == {200}
+    assert max(rss_peak) < RSS_BUDGET_MB, f"API RSS peaked at {max(rss_peak):.0f} MB"
