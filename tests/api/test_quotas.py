@@ -208,6 +208,26 @@ async def test_a_burst_of_subscription_frames_is_counted_from_each_frame(
         await socket.close()
 
 
+async def test_the_legacy_protocol_counts_each_start_frame_too(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    token, _ = await quota_api.register()
+    url = small_quotas.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-ws")]) as socket:
+        init = {"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}}
+        await socket.send(json.dumps(init))
+        assert json.loads(await asyncio.wait_for(socket.recv(), 10))["type"] == "connection_ack"
+        for n in range(5):  # at once: none is registered before the last arrives
+            await socket.send(json.dumps({"id": f"s{n}", "type": "start", "payload": {"query": SUBSCRIBE}}))
+        refused: list[dict[str, Any]] = []
+        while len(refused) < 2:
+            message = json.loads(await asyncio.wait_for(socket.recv(), 10))
+            if message["type"] != "ka":
+                refused.append(message)
+        assert [(m["id"], m["type"]) for m in refused] == [("s3", "error"), ("s4", "error")]
+        assert {m["payload"]["extensions"]["code"] for m in refused} == {"RATE_LIMITED"}
+
+
 async def test_healthz_answers_while_one_user_attacks(
     small_quotas: ServerProcess, quota_api: ApiClient
 ) -> None:
