@@ -3,7 +3,7 @@ one on the default settings ("after"), printing for each: the API's CPU seconds,
 loop's worst stall (the slowest /healthz answer while the attack ran), and how long another user's ordinary
 requests took meanwhile (p50 / max).
 
-`python -m bench.abuse` (about 3 minutes) on a private PostgreSQL database and redis-server.
+`python -m bench.abuse` (5 to 11 minutes) on a private PostgreSQL database and redis-server.
 """
 
 from __future__ import annotations
