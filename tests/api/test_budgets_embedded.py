@@ -179,6 +179,9 @@ async def test_a_subscription_flood_on_the_embedded_default(
         for _ in range(2):  # the attempt quota is 2: rejected, both stored
             rejected = await sqlite_api.execute(CHECK_IN, {"i": instance_id}, token=token)
             assert rejected["checkIn"]["status"] == "REJECTED"
+        with pytest.raises(GraphQLFailure) as third:  # and a third is refused before it is judged
+            await sqlite_api.execute(CHECK_IN, {"i": instance_id}, token=token)
+        assert third.value.code == "CONFLICT"
         while len(frames.get("next", ())) < 6:
             assert (await client.get("/healthz")).status_code == 200
             peak = max(peak, api_rss_mb(embedded))
@@ -191,3 +194,30 @@ async def test_a_subscription_flood_on_the_embedded_default(
         reader.cancel()
     for socket in accepted:
         await socket.close()
+
+
+async def test_invites_and_login_guesses_are_limited_on_the_embedded_default(sqlite_api: ApiClient) -> None:
+    token, user = await sqlite_api.register()
+    invite = "mutation($e: String!) { invitePartner(email: $e) { id } }"
+    codes = []
+    for n in range(5):
+        try:
+            await sqlite_api.execute(invite, {"e": f"friend-{n}-{user['id'][:8]}@example.com"}, token=token)
+            codes.append("OK")
+        except GraphQLFailure as failure:
+            codes.append(failure.code)
+    assert codes == ["OK"] * 3 + ["RATE_LIMITED"] * 2
+    login = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { token } }"
+
+    async def guess(n: int) -> str:
+        try:
+            await sqlite_api.execute(login, {"e": user["email"], "p": f"guess {n}"})
+        except GraphQLFailure as failure:
+            return failure.code
+        return "OK"
+
+    guesses = await asyncio.gather(
+        *(guess(n) for n in range(14))
+    )  # 10 attempts, counted in the embedded Redis
+    assert guesses.count("UNAUTHENTICATED") <= 10
+    assert guesses.count("RATE_LIMITED") >= 4
