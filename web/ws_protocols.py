@@ -152,10 +152,12 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 await self.send_message({"id": message["id"], "type": "error", "payload": [admitted]})
                 await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
                 return
-            await super().handle_message(message)
-            if admitted is not None:
-                operation = self.operations.get(message["id"])
-                _release_when_done(operation.task if operation else None, admitted)
+            try:
+                await super().handle_message(message)
+            finally:  # also when the socket goes mid-frame: an admission must never outlive its operation
+                if admitted is not None:
+                    operation = self.operations.get(message["id"])
+                    _release_when_done(operation.task if operation else None, admitted)
             return
         await super().handle_message(message)
 
@@ -196,9 +198,11 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 await self.send_message(ErrorMessage(type="error", id=message["id"], payload=admitted))
                 await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
                 return
-            await super().handle_message(message)
-            if admitted is not None:
-                _release_when_done(self.tasks.get(message["id"]), admitted)
+            try:
+                await super().handle_message(message)
+            finally:
+                if admitted is not None:
+                    _release_when_done(self.tasks.get(message["id"]), admitted)
             return
         await super().handle_message(message)
 

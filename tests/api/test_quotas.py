@@ -206,6 +206,16 @@ async def test_a_burst_of_subscription_frames_is_counted_from_each_frame(
             await asyncio.wait_for(socket.recv(), 1)
     finally:
         await socket.close()
+    await asyncio.sleep(0.5)  # the server ends the closed socket's operations
+    again = await open_socket(small_quotas, token)
+    try:  # the closed socket's three places are free again
+        await acked(again)
+        for operation_id in ("d", "e", "f"):
+            await subscribe(again, operation_id)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(again.recv(), 1)
+    finally:
+        await again.close()
 
 
 async def test_the_legacy_protocol_counts_each_start_frame_too(
