@@ -63,3 +63,12 @@ async def test_ordinary_documents_run(api: ApiClient) -> None:
     }"""
     data = await api.execute(document, token=token)
     assert data["tasks"]["totalCount"] == 0
+
+
+async def test_depth_and_aliases_are_capped(api: ApiClient) -> None:
+    token, _ = await api.register()
+    path = ["tasks(first: 1)", "edges", "node", *["currentInstance", "task"] * 4]  # 11 levels, the cap is 10
+    deep = "{ " + " { ".join(path) + " { id" + " }" * (len(path) + 1)
+    assert "exceeds maximum operation depth" in await refused(api, token, deep)
+    aliases = " ".join(f"a{n}: me {{ id }}" for n in range(31))  # the cap is 30
+    assert "aliases" in await refused(api, token, f"{{ {aliases} }}")
