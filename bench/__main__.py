@@ -15,7 +15,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 # raw_dramatiq can run alone, but every chain benchmark already runs it as its baseline
 SKIP = {"__main__", "raw_dramatiq"}
 TIMEOUT_S = 240  # each benchmark bounds itself (< ~3 min); this is the backstop
-# abuse.py runs each attack twice (~8 min); chaos.py one fresh environment per fault;
+# abuse.py runs each attack twice (~8-11 min); chaos.py one fresh environment per fault;
 # live_fanout opens 10,000 subscriptions twice (with and without gc.freeze); chain_scale runs five bursts;
 # create_tasks measures two builds of the API when given --compare
 LONGER_TIMEOUT_S = {"abuse": 900, "chaos": 900, "live_fanout": 900, "chain_scale": 480, "create_tasks": 480}

@@ -3,7 +3,7 @@ one on the default settings ("after"), printing for each: the API's CPU seconds,
 loop's worst stall (the slowest /healthz answer while the attack ran), and how long another user's ordinary
 requests took meanwhile (p50 / max).
 
-`python -m bench.abuse` (about 3 minutes) on a private PostgreSQL database and redis-server.
+`python -m bench.abuse` (5 to 11 minutes) on a private PostgreSQL database and redis-server.
 """
 
 from __future__ import annotations
@@ -38,7 +38,23 @@ OUT_OF_REACH = {
     "PROOFLOOP_MAX_CONNECTIONS": str(10**6),
     "PROOFLOOP_HEADER_TIMEOUT_SECONDS": str(10**6),
     "PROOFLOOP_BODY_TIMEOUT_SECONDS": str(10**6),
+    # a recurrence call still stops after 30 s here, so the "before" run ends
+    "PROOFLOOP_RECURRENCE_MAX_STEPS": str(10**12),
+    "PROOFLOOP_RECURRENCE_MAX_SECONDS": "30",
+    "PROOFLOOP_RECURRENCE_MAX_PER_PERIOD": str(10**9),
+    "PROOFLOOP_RECURRENCE_MAX_SKIPPED_PERIODS": str(10**12),
+    "PROOFLOOP_UPCOMING_PER_REQUEST": str(10**9),
 }
+EVERY = ",".join
+HOSTILE_RULES = [
+    ("FREQ=SECONDLY;BYMONTH=2;BYMONTHDAY=29;BYHOUR=23;BYMINUTE=59;BYSECOND=59", "2028-02-29T23:59:59+00:00"),
+    (
+        f"FREQ=MONTHLY;BYMONTHDAY={EVERY(map(str, range(1, 32)))};BYHOUR={EVERY(map(str, range(24)))}"
+        f";BYMINUTE={EVERY(map(str, range(60)))}",
+        "2020-01-01T00:00:00+00:00",
+    ),
+    ("FREQ=HOURLY;INTERVAL=168;BYDAY=MO", "2026-01-01T00:00:00+00:00"),
+]
 UPCOMING_ALIASES = " ".join(f"u{i}: upcoming(first: 100)" for i in range(29))
 COST_ATTACK = f"{{ tasks(first: 100) {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}"
 CREATE = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id } } }"
@@ -97,6 +113,21 @@ async def invite_flood(server: ServerProcess, api: ApiClient, token: str) -> str
         await attempt(api, invite, {"e": f"f{uuid.uuid4().hex[:10]}@example.com"}, token) for _ in range(300)
     ]
     return f"300 invites: {codes.count('OK')} OK, then {sorted(set(codes) - {'OK'}) or 'nothing else'}"
+
+
+async def hostile_schedules(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """createTask with each hostile rule, then 6 aliases of upcoming(first: 100) on an ordinary task."""
+    codes = []
+    for rrule, starts_at in HOSTILE_RULES:
+        schedule = {"startsAt": starts_at, "rrule": rrule, "windowSeconds": 0}
+        task = {"title": "hostile", "method": "PHOTO", "schedule": schedule}
+        codes.append(await attempt(api, CREATE, {"input": task}, token))
+    await api.execute(CREATE, {"input": gps_task("ordinary")}, token=token)
+    aliases = " ".join(f"u{n}: upcoming(first: 100)" for n in range(6))
+    codes.append(
+        await attempt(api, f"{{ tasks(first: 1) {{ edges {{ node {{ {aliases} }} }} }} }}", {}, token)
+    )
+    return "3 rules, then upcoming x 600: " + ", ".join(codes)
 
 
 async def fan_out(server: ServerProcess, api: ApiClient, token: str) -> str:
@@ -194,6 +225,7 @@ async def deep_json(server: ServerProcess, api: ApiClient, token: str) -> str:
 
 Attack = Callable[[ServerProcess, ApiClient, str], Awaitable[str]]
 ATTACKS: list[tuple[str, Attack]] = [
+    ("schedules: 3 hostile rules, then 6 x upcoming(first:100)", hostile_schedules),
     ("query cost: tasks(first:100) x 29 upcoming(first:100)", cost_attack),
     ("fan-out: 20 sockets x 100 subscriptions, 20 check-ins", fan_out),
     ("task flood: 300 createTask", task_flood),

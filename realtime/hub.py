@@ -39,6 +39,10 @@ LatestPosition = Callable[[], Awaitable[int]]
 TokenExpiry = Callable[[str], Awaitable[datetime | None]]  # None: revoked or gone
 
 
+def _over_subscription_quota(limit: int) -> str:
+    return f"at most {limit} open subscriptions per user: close one first"
+
+
 class ClosableSocket(Protocol):
     async def close(self, code: int = 1000, reason: str | None = None) -> None: ...
 
@@ -64,6 +68,7 @@ class Hub:
         self._by_viewer: dict[str, set[Subscriber]] = {}
         self._sockets: dict[str, weakref.WeakSet[ClosableSocket]] = {}
         self._open_sockets: dict[str, set[ClosableSocket]] = {}  # per viewer, for the connection quota
+        self._admitted: dict[str, int] = {}  # per viewer: websocket subscriptions, from frame to end
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._closing: set[asyncio.Task[None]] = set()
@@ -109,7 +114,25 @@ class Hub:
         """Why one more subscription of `viewer_id` is refused (PROOFLOOP_MAX_SUBSCRIPTIONS_PER_USER)."""
         if self.subscriptions_of(viewer_id) < limit:
             return None
-        return f"at most {limit} open subscriptions per user: close one first"
+        return _over_subscription_quota(limit)
+
+    def admit_subscription(self, viewer_id: str, limit: int) -> str | None:
+        """Count a websocket subscription of `viewer_id` from its frame on, before it is validated or run, so
+        a burst of frames is refused before each costs an operation; or say why not. The registered count
+        (other transports) still applies, and the resolver's `add` stays the exact check."""
+        in_use = max(self._admitted.get(viewer_id, 0), self.subscriptions_of(viewer_id))
+        if in_use >= limit:
+            return _over_subscription_quota(limit)
+        self._admitted[viewer_id] = self._admitted.get(viewer_id, 0) + 1
+        return None
+
+    def release_subscription(self, viewer_id: str) -> None:
+        """The admitted subscription's operation ended (or never started)."""
+        left = self._admitted.get(viewer_id, 0) - 1
+        if left > 0:
+            self._admitted[viewer_id] = left
+        else:
+            self._admitted.pop(viewer_id, None)
 
     def remove(self, subscriber: Subscriber) -> None:
         subscribers = self._by_viewer.get(subscriber.viewer_id)

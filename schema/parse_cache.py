@@ -1,4 +1,5 @@
-"""One parse per distinct document: thousands of subscriptions send the same few and share one AST."""
+"""One parse per distinct document: thousands of subscriptions send the same few, and share one AST.
+(One validation per distinct valid document: schema/shared_validation.py.)"""
 
 from __future__ import annotations
 

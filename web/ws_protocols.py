@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from graphql import GraphQLFormattedError
@@ -90,22 +91,44 @@ def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
     return {"message": refused.message, "extensions": {"code": refused.code}}
 
 
-def _over_quota(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | None:
-    """A subscription past its user's quota, refused before it is validated or run: a flood of them must
-    not cost a whole operation each (the resolver checks again, for the race between two sockets)."""
+Release = Callable[[], None]
+
+
+def _admit(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | Release | None:
+    """Count a subscription against its user's quota from its frame on, before it is validated or run: a
+    burst of frames must not cost a whole operation each before the first of them is registered (the
+    resolver checks again, exactly). An error past the quota; else what to call once the operation ends
+    (None: nothing counted, e.g. a query)."""
     context: Context = handler.context
     hub = context.hub
     if context.session is None:
         return None
-    limit = context.settings.max_subscriptions_per_user
-    refusal = hub.subscription_refusal(str(context.session.user.id), limit)
-    if refusal is None or not is_subscription(payload.get("query"), payload.get("operationName")):
+    if not is_subscription(payload.get("query"), payload.get("operationName")):
         return None
-    log.info("client error RATE_LIMITED %s", {"operation": "subscription quota"})
+    viewer_id = str(context.session.user.id)
+    refusal = hub.admit_subscription(viewer_id, context.settings.max_subscriptions_per_user)
+    if refusal is None:
+        return partial(hub.release_subscription, viewer_id)
+    if not handler.quota_refusal_logged:  # a flood of refusals writes one line per socket, not one each
+        handler.quota_refusal_logged = True
+        log.info(
+            "client error RATE_LIMITED %s", {"operation": "subscription quota", "logged": "once per socket"}
+        )
     return {"message": refusal, "extensions": {"code": "RATE_LIMITED"}}
 
 
+def _release_when_done(task: asyncio.Task[Any] | None, release: Release) -> None:
+    """Release an admission when its operation's task ends; at once when no task was started for it
+    (a duplicate id's release goes with the earlier task: the counts still balance)."""
+    if task is None:
+        release()
+    else:
+        task.add_done_callback(lambda _: release())
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    quota_refusal_logged = False
+
     async def handle_invalid_message(self, error_message: str) -> None:
         log.info("client error: malformed websocket frame (%s)", error_message)
         await super().handle_invalid_message(error_message)
@@ -123,13 +146,24 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                     {"id": message["id"], "type": "error", "payload": [_refusal(refused)]}
                 )
                 return
-            if over := _over_quota(self, message["payload"]):
-                await self.send_message({"id": message["id"], "type": "error", "payload": [over]})
+            admitted = _admit(self, message["payload"])
+            if isinstance(admitted, dict):
+                await self.send_message({"id": message["id"], "type": "error", "payload": [admitted]})
+                await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
                 return
+            try:
+                await super().handle_message(message)
+            finally:  # also when the socket goes mid-frame: an admission must never outlive its operation
+                if admitted is not None:
+                    operation = self.operations.get(message["id"])
+                    _release_when_done(operation.task if operation else None, admitted)
+            return
         await super().handle_message(message)
 
 
 class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    quota_refusal_logged = False
+
     async def handle(self) -> None:
         try:
             async for message in self.websocket.iter_json():
@@ -158,9 +192,17 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 error = ErrorMessage(type="error", id=message["id"], payload=_refusal(refused))
                 await self.send_message(error)
                 return
-            if over := _over_quota(self, message["payload"]):
-                await self.send_message(ErrorMessage(type="error", id=message["id"], payload=over))
+            admitted = _admit(self, message["payload"])
+            if isinstance(admitted, dict):
+                await self.send_message(ErrorMessage(type="error", id=message["id"], payload=admitted))
+                await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
                 return
+            try:
+                await super().handle_message(message)
+            finally:
+                if admitted is not None:
+                    _release_when_done(self.tasks.get(message["id"]), admitted)
+            return
         await super().handle_message(message)
 
     async def refuse_frame(self, reason: str) -> None:

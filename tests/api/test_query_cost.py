@@ -30,6 +30,7 @@ async def test_the_upcoming_fan_out_is_refused_with_its_cost_and_the_budget(api:
 async def test_sizes_given_as_variables_and_by_default_count_too(api: ApiClient) -> None:
     token, _ = await api.register()
     by_variable = f"query($n: Int) {{ tasks(first: $n) {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}"
+    await api.execute(by_variable, {"n": 1}, token=token)  # valid with these values (and remembered so)
     assert "exceeds the budget" in await refused(api, token, by_variable, {"n": 100})
     by_variable_default = by_variable.replace("$n: Int", "$n: Int = 100")
     assert "exceeds the budget" in await refused(api, token, by_variable_default)
@@ -62,3 +63,12 @@ async def test_ordinary_documents_run(api: ApiClient) -> None:
     }"""
     data = await api.execute(document, token=token)
     assert data["tasks"]["totalCount"] == 0
+
+
+async def test_depth_and_aliases_are_capped(api: ApiClient) -> None:
+    token, _ = await api.register()
+    path = ["tasks(first: 1)", "edges", "node", *["currentInstance", "task"] * 4]  # 11 levels, the cap is 10
+    deep = "{ " + " { ".join(path) + " { id" + " }" * (len(path) + 1)
+    assert "exceeds maximum operation depth" in await refused(api, token, deep)
+    aliases = " ".join(f"a{n}: me {{ id }}" for n in range(31))  # the cap is 30
+    assert "aliases" in await refused(api, token, f"{{ {aliases} }}")

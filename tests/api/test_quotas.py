@@ -16,6 +16,7 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from tests.api.test_media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.harness import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port
 
 QUOTAS = {
@@ -181,14 +182,72 @@ async def test_a_subscription_over_quota_is_refused_before_it_is_validated(
         await other.close()
 
 
+async def test_a_burst_of_subscription_frames_is_counted_from_each_frame(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    """Frames sent at once are counted as they arrive, not once their subscriptions are registered: past
+    the quota they are refused before validation, and an operation that ends gives its place back."""
+    token, _ = await quota_api.register()
+    socket = await open_socket(small_quotas, token)
+    invalid = {"query": "subscription { verificationEvents { nope } }"}
+    try:
+        await acked(socket)
+        await socket.send(json.dumps({"id": "bad", "type": "subscribe", "payload": invalid}))
+        failed = json.loads(await asyncio.wait_for(socket.recv(), 10))
+        assert failed["payload"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+        for operation_id in ("a", "b", "c"):  # "bad" gave its place back: three fit
+            await subscribe(socket, operation_id)
+        for n in range(5):  # no wait: the three above may not be registered yet
+            await socket.send(json.dumps({"id": f"x{n}", "type": "subscribe", "payload": invalid}))
+        answers = [json.loads(await asyncio.wait_for(socket.recv(), 10)) for _ in range(5)]
+        assert [(a["id"], a["type"]) for a in answers] == [(f"x{n}", "error") for n in range(5)]
+        assert {a["payload"][0]["extensions"]["code"] for a in answers} == {"RATE_LIMITED"}
+        with pytest.raises(TimeoutError):  # the three wait quietly for events
+            await asyncio.wait_for(socket.recv(), 1)
+    finally:
+        await socket.close()
+    await asyncio.sleep(0.5)  # the server ends the closed socket's operations
+    again = await open_socket(small_quotas, token)
+    try:  # the closed socket's three places are free again
+        await acked(again)
+        for operation_id in ("d", "e", "f"):
+            await subscribe(again, operation_id)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(again.recv(), 1)
+    finally:
+        await again.close()
+
+
+async def test_the_legacy_protocol_counts_each_start_frame_too(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    token, _ = await quota_api.register()
+    url = small_quotas.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-ws")]) as socket:
+        init = {"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}}
+        await socket.send(json.dumps(init))
+        assert json.loads(await asyncio.wait_for(socket.recv(), 10))["type"] == "connection_ack"
+        for n in range(5):  # at once: none is registered before the last arrives
+            await socket.send(json.dumps({"id": f"s{n}", "type": "start", "payload": {"query": SUBSCRIBE}}))
+        refused: list[dict[str, Any]] = []
+        while len(refused) < 2:
+            message = json.loads(await asyncio.wait_for(socket.recv(), 10))
+            if message["type"] != "ka":
+                refused.append(message)
+        assert [(m["id"], m["type"]) for m in refused] == [("s3", "error"), ("s4", "error")]
+        assert {m["payload"]["extensions"]["code"] for m in refused} == {"RATE_LIMITED"}
+
+
 async def test_healthz_answers_while_one_user_attacks(
     small_quotas: ServerProcess, quota_api: ApiClient
 ) -> None:
-    """20 sockets x 100 subscriptions, a costly document and an invite flood at once; /healthz keeps answering."""
+    """20 sockets x 100 subscriptions, a costly document and an invite flood at once; /healthz keeps answering
+    and the API's memory stays under the budget."""
     token, _ = await quota_api.register()
     stop = asyncio.Event()
     statuses: list[int] = []
     latencies: list[float] = []
+    rss_peak = [api_rss_mb(small_quotas)]
 
     async def poll_healthz() -> None:
         async with aiohttp.ClientSession() as session:
@@ -197,6 +256,7 @@ async def test_healthz_answers_while_one_user_attacks(
                 async with session.get(f"{small_quotas.url}/healthz") as response:
                     statuses.append(response.status)
                 latencies.append(time.monotonic() - started)
+                rss_peak.append(api_rss_mb(small_quotas))
                 await asyncio.sleep(0.1)
 
     async def socket_attack(index: int) -> None:
@@ -228,3 +288,4 @@ async def test_healthz_answers_while_one_user_attacks(
     print(f"/healthz during the attack: {len(statuses)} answers, slowest {max(latencies) * 1000:.0f} ms")
     assert statuses
     assert set(statuses) == {200}
+    assert max(rss_peak) < RSS_BUDGET_MB, f"API RSS peaked at {max(rss_peak):.0f} MB"
