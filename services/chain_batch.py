@@ -147,18 +147,22 @@ async def _plan_next(
     return planned, ended
 
 
-async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[FireOutcome | BaseException]:
+async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[FireOutcome]:
     """Deliver links (chain.fire, chain.fire_batch): the set path first, shared with every link this
     process received meanwhile; what it leaves, row by row, where one failing never stops the others
-    (its row still owes work, so the pump resends it)."""
+    (its row still owes work, so the pump resends it). Raises the first failure once all have run,
+    so the message counts as failed."""
     leftover = await _gatherer.settle(links, timing)
     results: list[FireOutcome | BaseException] = await asyncio.gather(
         *(fire(instance_id, link_no, timing) for instance_id, link_no in leftover), return_exceptions=True
     )
+    failures = [r for r in results if isinstance(r, BaseException)]
     for (instance_id, _), result in zip(leftover, results, strict=True):
-        if isinstance(result, BaseException):
+        if isinstance(result, BaseException) and result is not failures[0]:
             log.error("fire failed", exc_info=result, extra={"instance_id": instance_id})
-    return results
+    if failures:
+        raise failures[0]
+    return [r for r in results if not isinstance(r, BaseException)]
 
 
 class _Gatherer:
