@@ -8,7 +8,6 @@ The columns written here are chain.settlement's and plan_next_instance's, and ev
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -93,31 +92,37 @@ def _in(sqlite: bool, param: str, cast: str = "uuid") -> str:
     return f"IN (SELECT value FROM json_each({param}))" if sqlite else f"= ANY({param}::{cast}[])"
 
 
-def _placeholders(sqlite: bool) -> Callable[[int], str]:
-    return (lambda n: f"?{n}") if sqlite else (lambda n: f"${n}")
+_READ_COLUMNS = f"i.id, i.status, i.fire_at, i.due_at, {_TASK_COLUMNS}"
+
+# The PENDING rows due by $2 in the given whole seconds (half-open ranges), at most $3, earliest first:
+# on PostgreSQL one range scan of the fire_at index per second.
+_GATHER_PG = f"""
+SELECT {_READ_COLUMNS}
+FROM unnest($1::timestamptz[]) AS sec(s)
+CROSS JOIN LATERAL (
+    SELECT * FROM task_instances g
+    WHERE g.fire_at >= sec.s AND g.fire_at < sec.s + interval '1 second' AND g.fire_at <= $2
+      AND g.status = '{_PENDING}'
+    ORDER BY g.fire_at LIMIT $3
+) AS i
+JOIN tasks t ON t.id = i.task_id
+LIMIT $3
+"""
+_GATHER_SQLITE = f"""
+SELECT {_READ_COLUMNS}
+FROM task_instances i JOIN tasks t ON t.id = i.task_id
+WHERE i.status = '{_PENDING}' AND i.fire_at <= ?2 AND EXISTS (
+    SELECT 1 FROM json_each(?1) AS sec
+    WHERE i.fire_at >= sec.value AND i.fire_at < strftime('%Y-%m-%d %H:%M:%S+00:00', sec.value, '+1 second'))
+ORDER BY i.fire_at LIMIT ?3
+"""
 
 
 @cache
-def _read_sql(sqlite: bool, gathering: bool) -> str:
-    p = _placeholders(sqlite)
-    named = f"i.id {_in(sqlite, p(1))}"
-    if gathering:  # the PENDING rows due in the given whole seconds (half-open ranges), up to a limit
-        seconds = (
-            f"SELECT value AS s FROM json_each({p(1)})"
-            if sqlite
-            else f"SELECT unnest({p(1)}::timestamptz[]) AS s"
-        )
-        upper = "strftime('%Y-%m-%d %H:%M:%S+00:00', s, '+1 second')" if sqlite else "s + interval '1 second'"
-        where = (
-            f"i.status = '{_PENDING}' AND i.fire_at <= {p(2)} AND EXISTS (SELECT 1 FROM ({seconds}) AS sec"
-            f" WHERE i.fire_at >= s AND i.fire_at < {upper})"
-        )
-        limit = f" ORDER BY i.fire_at LIMIT {p(3)}"
-    else:
-        where, limit = named, ""
+def _named_sql(sqlite: bool) -> str:
     return (
-        f"SELECT i.id, i.status, i.fire_at, i.due_at, {_TASK_COLUMNS}"
-        f" FROM task_instances i JOIN tasks t ON t.id = i.task_id WHERE {where}{limit}"
+        f"SELECT {_READ_COLUMNS} FROM task_instances i JOIN tasks t ON t.id = i.task_id"
+        f" WHERE i.id {_in(sqlite, '?1' if sqlite else '$1')}"
     )
 
 
@@ -134,7 +139,7 @@ def _linked(row: dict[str, Any]) -> LinkedRow:
 async def read_named(instance_ids: list[str]) -> list[LinkedRow]:
     """The instances the links name, with their tasks' schedules (no lock: decides what to try)."""
     sqlite = is_sqlite()
-    rows = await connection().execute_query_dict(_read_sql(sqlite, False), [_ids(sqlite, instance_ids)])
+    rows = await connection().execute_query_dict(_named_sql(sqlite), [_ids(sqlite, instance_ids)])
     return [_linked(r) for r in rows]
 
 
@@ -142,7 +147,8 @@ async def read_due_in_seconds(seconds: list[datetime], now: datetime, limit: int
     """PENDING instances due by `now` whose fire_at falls in one of the whole `seconds`, earliest first."""
     sqlite = is_sqlite()
     param: Any = json.dumps([s.isoformat(" ") for s in seconds]) if sqlite else seconds
-    rows = await connection().execute_query_dict(_read_sql(sqlite, True), [param, now, limit])
+    sql = _GATHER_SQLITE if sqlite else _GATHER_PG
+    rows = await connection().execute_query_dict(sql, [param, now, limit])
     return [_linked(r) for r in rows]
 
 
