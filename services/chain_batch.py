@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import uuid4
@@ -39,6 +40,7 @@ log = logging.getLogger("proofloop.chain")
 
 # Rows settled per transaction: a burst costs a few transactions, and one holds its locks briefly.
 SETTLE_CHUNK = 1000
+CHUNKS_IN_FLIGHT = 2
 LinkArgs = tuple[str, int]  # (instance id, link number), as a chain.fire message carries them
 
 
@@ -48,34 +50,52 @@ class Chunk:
 
     settled: int = 0
     leftover: list[LinkArgs] = field(default_factory=list)  # for chain.fire, row by row
-    draining: list[datetime] = field(default_factory=list)  # seconds with more due rows than it took
+    contended: bool = False  # it claimed a low share of its rows: another process drains them
 
 
-async def settle_chunk(links: list[LinkArgs], seconds: list[datetime], timing: ChainTiming) -> Chunk:
+async def settle_chunk(
+    links: list[LinkArgs],
+    seconds: list[datetime],
+    timing: ChainTiming,
+    busy: set[str] | None = None,
+    more_due: Callable[[list[datetime]], None] | None = None,
+) -> Chunk:
     """Settle the due PENDING rows the links name, and up to SETTLE_CHUNK rows due in the same whole
-    seconds (and in `seconds`), in one transaction."""
+    seconds (and in `seconds`), in one transaction. `busy`: rows another chunk of this process is
+    settling (left to it), to which this chunk adds its own while it runs; `more_due` hears at once
+    of seconds with more due rows than this chunk takes, so another chunk may start on them."""
+    busy = set() if busy is None else busy
     link_no = dict(links)
     named = await read_named(list(link_no)) if links else []
     now = await db_now()
-    due = [r for r in named if r.status is InstanceStatus.PENDING and r.fire_at and r.fire_at <= now]
+    due = [r for r in named if _due(r, now) and r.instance_id not in busy]
     chunk = Chunk(leftover=[(r.instance_id, link_no[r.instance_id]) for r in named if _row_path(r, now)])
     wanted = sorted({whole_second(r.fire_at) for r in due if r.fire_at} | set(seconds))
-    gathered = await read_due_in_seconds(wanted, now, SETTLE_CHUNK) if wanted else []
-    rows = list({r.instance_id: r for r in [*due, *gathered]}.values())
+    gathered = await read_due_in_seconds(wanted, now, SETTLE_CHUNK, busy) if wanted else []
+    rows = list({r.instance_id: r for r in [*due, *gathered] if r.instance_id not in busy}.values())
     if not rows:
         return chunk
+    mine = {r.instance_id for r in rows}
+    busy |= mine
+    if len(gathered) >= SETTLE_CHUNK and more_due is not None:
+        more_due(wanted)
     try:
         claimed = await _settle_rows(rows, timing)
     except Exception:
         log.exception("settling %d instances as a set failed; settling them one by one", len(rows))
         chunk.leftover += [(r.instance_id, link_no.get(r.instance_id, 0)) for r in rows]
         return chunk
+    finally:
+        busy -= mine
     chunk.settled = len(claimed)
     # a named row the claim skipped is held by another transaction: chain.fire waits for it
     chunk.leftover += [(r.instance_id, link_no[r.instance_id]) for r in due if r.instance_id not in claimed]
-    if len(gathered) >= SETTLE_CHUNK and 2 * len(claimed) >= len(rows):
-        chunk.draining = wanted  # more are due there; a low share claimed means another process drains
+    chunk.contended = 2 * len(claimed) < len(rows)
     return chunk
+
+
+def _due(row: LinkedRow, now: datetime) -> bool:
+    return row.status is InstanceStatus.PENDING and row.fire_at is not None and row.fire_at <= now
 
 
 def _row_path(row: LinkedRow, now: datetime) -> bool:
@@ -166,40 +186,63 @@ async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[FireO
 
 
 class _Gatherer:
-    """Per event loop: one chunk at a time, each taking every link delivered while the previous ran."""
+    """Per event loop: up to CHUNKS_IN_FLIGHT chunks on disjoint rows, each taking every link delivered
+    while the others ran (one chunk's statements run while another's Python does)."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._waiting: list[tuple[list[LinkArgs], asyncio.Future[list[LinkArgs]]]] = []
+        self._waiting: list[Waiter] = []
         self._draining: list[datetime] = []
+        self._busy: set[str] = set()
+        self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def settle(self, links: list[LinkArgs], timing: ChainTiming) -> list[LinkArgs]:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
-            self._loop, self._waiting, self._draining, self._task = loop, [], [], None
+            self._loop, self._waiting, self._draining, self._busy = loop, [], [], set()
+            self._wake, self._task = asyncio.Event(), None
         waiter: asyncio.Future[list[LinkArgs]] = loop.create_future()
         self._waiting.append((links, waiter))
+        self._wake.set()
         if self._task is None or self._task.done():
             self._task = loop.create_task(self._run(timing))  # held: a running task must not be collected
         return await waiter
 
     async def _run(self, timing: ChainTiming) -> None:
-        while self._waiting or self._draining:
-            batch, self._waiting = self._waiting, []
-            links = list(dict.fromkeys(link for named, _ in batch for link in named))
-            try:
-                chunk = await settle_chunk(links, self._draining, timing)
-            except Exception:
-                log.exception("reading %d links failed; firing them one by one", len(links))
-                chunk = Chunk(leftover=links)
-            self._draining = chunk.draining
-            _hand_back(batch, chunk.leftover)
+        running: set[asyncio.Task[None]] = set()
+        while self._waiting or self._draining or running:
+            while len(running) < CHUNKS_IN_FLIGHT and (self._waiting or self._draining):
+                batch, self._waiting = self._waiting, []
+                seconds, self._draining = self._draining, []
+                running.add(asyncio.create_task(self._chunk(batch, seconds, timing)))
+            self._wake.clear()
+            woken = asyncio.create_task(self._wake.wait())
+            done, _ = await asyncio.wait({*running, woken}, return_when=asyncio.FIRST_COMPLETED)
+            woken.cancel()
+            running -= done
+
+    async def _chunk(self, batch: list[Waiter], seconds: list[datetime], timing: ChainTiming) -> None:
+        links = list(dict.fromkeys(link for named, _ in batch for link in named))
+        try:
+            chunk = await settle_chunk(links, seconds, timing, self._busy, self._more_due)
+        except Exception:
+            log.exception("reading %d links failed; firing them one by one", len(links))
+            chunk = Chunk(leftover=links)
+        if chunk.contended:
+            self._draining = []
+        _hand_back(batch, chunk.leftover)
+        self._wake.set()
+
+    def _more_due(self, seconds: list[datetime]) -> None:
+        self._draining = sorted(set(self._draining) | set(seconds))
+        self._wake.set()
 
 
-def _hand_back(
-    batch: list[tuple[list[LinkArgs], asyncio.Future[list[LinkArgs]]]], leftover: list[LinkArgs]
-) -> None:
+Waiter = tuple[list[LinkArgs], asyncio.Future[list[LinkArgs]]]
+
+
+def _hand_back(batch: list[Waiter], leftover: list[LinkArgs]) -> None:
     """Each waiter gets the leftovers it named; rows nobody named (gathered) go to the first waiter."""
     remaining = dict(leftover)
     shares = [[(i, remaining.pop(i)) for i, _ in named if i in remaining] for named, _ in batch]

@@ -24,8 +24,8 @@ FIRE_BATCH_ACTOR = "chain.fire_batch"
 LINK_BATCH = 200
 # How long a committed link may wait for others to share its message, and how near its fire_at must
 # be for it to leave at once instead (the worker needs it in Redis before then).
-GATHER_SECONDS = 0.25
-SEND_AT_ONCE_WITHIN_SECONDS = 3.0
+GATHER_SECONDS = 1.0
+SEND_AT_ONCE_WITHIN_SECONDS = 5.0
 
 Link = tuple[str, int, datetime]  # (instance id, link number, fire_at)
 

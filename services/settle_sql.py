@@ -102,7 +102,7 @@ FROM unnest($1::timestamptz[]) AS sec(s)
 CROSS JOIN LATERAL (
     SELECT * FROM task_instances g
     WHERE g.fire_at >= sec.s AND g.fire_at < sec.s + interval '1 second' AND g.fire_at <= $2
-      AND g.status = '{_PENDING}'
+      AND g.status = '{_PENDING}' AND g.id <> ALL($4::uuid[])
     ORDER BY g.fire_at LIMIT $3
 ) AS i
 JOIN tasks t ON t.id = i.task_id
@@ -111,7 +111,8 @@ LIMIT $3
 _GATHER_SQLITE = f"""
 SELECT {_READ_COLUMNS}
 FROM task_instances i JOIN tasks t ON t.id = i.task_id
-WHERE i.status = '{_PENDING}' AND i.fire_at <= ?2 AND EXISTS (
+WHERE i.status = '{_PENDING}' AND i.fire_at <= ?2 AND i.id NOT IN (SELECT value FROM json_each(?4))
+  AND EXISTS (
     SELECT 1 FROM json_each(?1) AS sec
     WHERE i.fire_at >= sec.value AND i.fire_at < strftime('%Y-%m-%d %H:%M:%S+00:00', sec.value, '+1 second'))
 ORDER BY i.fire_at LIMIT ?3
@@ -143,12 +144,15 @@ async def read_named(instance_ids: list[str]) -> list[LinkedRow]:
     return [_linked(r) for r in rows]
 
 
-async def read_due_in_seconds(seconds: list[datetime], now: datetime, limit: int) -> list[LinkedRow]:
-    """PENDING instances due by `now` whose fire_at falls in one of the whole `seconds`, earliest first."""
+async def read_due_in_seconds(
+    seconds: list[datetime], now: datetime, limit: int, excluded: set[str]
+) -> list[LinkedRow]:
+    """PENDING instances due by `now` whose fire_at falls in one of the whole `seconds`, earliest first,
+    but for the `excluded` ones."""
     sqlite = is_sqlite()
     param: Any = json.dumps([s.isoformat(" ") for s in seconds]) if sqlite else seconds
     sql = _GATHER_SQLITE if sqlite else _GATHER_PG
-    rows = await connection().execute_query_dict(sql, [param, now, limit])
+    rows = await connection().execute_query_dict(sql, [param, now, limit, _ids(sqlite, list(excluded))])
     return [_linked(r) for r in rows]
 
 
