@@ -226,9 +226,13 @@ class _Gatherer:
         links = list(dict.fromkeys(link for named, _ in batch for link in named))
         try:
             chunk = await settle_chunk(links, seconds, timing, self._busy, self._more_due)
-        except Exception:
-            log.exception("reading %d links failed; firing them one by one", len(links))
-            chunk = Chunk(leftover=links)
+        except Exception as exc:
+            # the reads failed (the database is away), not a row: the messages fail, the pump resends
+            for _, waiter in batch:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            self._wake.set()
+            return
         if chunk.contended:
             self._draining = []
         _hand_back(batch, chunk.leftover)
