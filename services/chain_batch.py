@@ -215,15 +215,22 @@ class _Gatherer:
             while len(running) < CHUNKS_IN_FLIGHT and (self._waiting or self._draining):
                 batch, self._waiting = self._waiting, []
                 seconds, self._draining = self._draining, []
-                running.add(asyncio.create_task(self._chunk(batch, seconds, timing)))
+                alone = not running and not seconds
+                running.add(asyncio.create_task(self._chunk(batch, seconds, timing, alone)))
             self._wake.clear()
             woken = asyncio.create_task(self._wake.wait())
             done, _ = await asyncio.wait({*running, woken}, return_when=asyncio.FIRST_COMPLETED)
             woken.cancel()
             running -= done
 
-    async def _chunk(self, batch: list[Waiter], seconds: list[datetime], timing: ChainTiming) -> None:
+    async def _chunk(
+        self, batch: list[Waiter], seconds: list[datetime], timing: ChainTiming, alone: bool
+    ) -> None:
         links = list(dict.fromkeys(link for named, _ in batch for link in named))
+        if alone and len(links) == 1:  # the idle case: one link, nothing else due here; chain.fire's
+            _hand_back(batch, links)
+            self._wake.set()
+            return
         try:
             chunk = await settle_chunk(links, seconds, timing, self._busy, self._more_due)
         except Exception as exc:
