@@ -1,11 +1,11 @@
 """Set-based settlement: the due links a worker receives, and every row due in the same seconds, settled
 in one transaction per chunk (DESIGN.md "Settling in sets").
 
-One statement claims and settles (each row by its own compare-and-set, locked rows skipped), one more
-writes the events, the next instances and the tasks' counters; links and announcements leave after
-commit. What the set path does not take (early links, reviews at their deadline, rows another
-transaction holds) goes back to chain.fire, row by row; so does the whole chunk when it fails, so a bad
-row never blocks the others.
+One statement claims and settles (each row by its own compare-and-set, rows another transaction holds
+skipped: one still owed then is the pump's to resend, as a lost link), one more writes the events, the
+next instances and the tasks' counters; links and announcements leave after commit. What the set path
+does not take (a lone link, early links, reviews at their deadline) goes to chain.fire, row by row; so
+does every row of a chunk that fails, so a bad row never blocks the others.
 """
 
 from __future__ import annotations
@@ -59,24 +59,27 @@ async def settle_chunk(
     timing: ChainTiming,
     busy: set[str] | None = None,
     more_due: Callable[[list[datetime]], None] | None = None,
+    reading: asyncio.Lock | None = None,
 ) -> Chunk:
     """Settle the due PENDING rows the links name, and up to SETTLE_CHUNK rows due in the same whole
     seconds (and in `seconds`), in one transaction. `busy`: rows another chunk of this process is
     settling (left to it), to which this chunk adds its own while it runs; `more_due` hears at once
     of seconds with more due rows than this chunk takes, so another chunk may start on them."""
     busy = set() if busy is None else busy
+    reading = asyncio.Lock() if reading is None else reading
     link_no = dict(links)
-    named = await read_named(list(link_no)) if links else []
-    now = await db_now()
-    due = [r for r in named if _due(r, now) and r.instance_id not in busy]
-    chunk = Chunk(leftover=[(r.instance_id, link_no[r.instance_id]) for r in named if _row_path(r, now)])
-    wanted = sorted({whole_second(r.fire_at) for r in due if r.fire_at} | set(seconds))
-    gathered = await read_due_in_seconds(wanted, now, SETTLE_CHUNK, busy) if wanted else []
-    rows = list({r.instance_id: r for r in [*due, *gathered] if r.instance_id not in busy}.values())
-    if not rows:
-        return chunk
-    mine = {r.instance_id for r in rows}
-    busy |= mine
+    async with reading:  # chunks of this process read one at a time, so their rows never overlap
+        named = await read_named(list(link_no)) if links else []
+        now = await db_now()
+        due = [r for r in named if _due(r, now) and r.instance_id not in busy]
+        chunk = Chunk(leftover=[(r.instance_id, link_no[r.instance_id]) for r in named if _row_path(r, now)])
+        wanted = sorted({whole_second(r.fire_at) for r in due if r.fire_at} | set(seconds))
+        gathered = await read_due_in_seconds(wanted, now, SETTLE_CHUNK, busy) if wanted else []
+        rows = list({r.instance_id: r for r in [*due, *gathered] if r.instance_id not in busy}.values())
+        if not rows:
+            return chunk
+        mine = {r.instance_id for r in rows}
+        busy |= mine
     if len(gathered) >= SETTLE_CHUNK and more_due is not None:
         more_due(wanted)
     try:
@@ -88,8 +91,8 @@ async def settle_chunk(
     finally:
         busy -= mine
     chunk.settled = len(claimed)
-    # a named row the claim skipped is held by another transaction: chain.fire waits for it
-    chunk.leftover += [(r.instance_id, link_no[r.instance_id]) for r in due if r.instance_id not in claimed]
+    # a row the claim skipped is another transaction's now (an edit, or another process settling it):
+    # waiting for each would stall this process, so one still owed is the pump's to resend
     chunk.contended = 2 * len(claimed) < len(rows)
     return chunk
 
@@ -194,6 +197,7 @@ class _Gatherer:
         self._waiting: list[Waiter] = []
         self._draining: list[datetime] = []
         self._busy: set[str] = set()
+        self._reading = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -201,7 +205,7 @@ class _Gatherer:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
             self._loop, self._waiting, self._draining, self._busy = loop, [], [], set()
-            self._wake, self._task = asyncio.Event(), None
+            self._wake, self._reading, self._task = asyncio.Event(), asyncio.Lock(), None
         waiter: asyncio.Future[list[LinkArgs]] = loop.create_future()
         self._waiting.append((links, waiter))
         self._wake.set()
@@ -232,7 +236,7 @@ class _Gatherer:
             self._wake.set()
             return
         try:
-            chunk = await settle_chunk(links, seconds, timing, self._busy, self._more_due)
+            chunk = await settle_chunk(links, seconds, timing, self._busy, self._more_due, self._reading)
         except Exception as exc:
             # the reads failed (the database is away), not a row: the messages fail, the pump resends
             for _, waiter in batch:
