@@ -1,6 +1,7 @@
 """chain.fire: one link of a task's chain (chain.fire_batch: links due at the same instant);
 chain.apply_pending_changes: tasks' waiting changes, delivered at their effectiveAt.
 
+Both settle through the set path, which also takes the rows due in the same seconds.
 No Dramatiq retries: the pump is the retry."""
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ import logging
 
 import dramatiq
 
-from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, fire, fire_batch
+from services.chain import ChainTiming
+from services.chain_batch import settle_links
+from services.chain_links import FIRE_ACTOR, FIRE_BATCH_ACTOR
 from services.messaging import CHAIN_QUEUE
 from services.pending_timer import APPLY_ACTOR, apply_changes_of
 from services.schedules import recurrence_budget
@@ -18,23 +21,22 @@ from settings import get_settings
 log = logging.getLogger("proofloop.chain")
 
 
+def _timing() -> ChainTiming:
+    settings = get_settings()
+    return ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
+
+
 @dramatiq.actor(actor_name=FIRE_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
 async def fire_link(instance_id: str, link_no: int) -> None:
-    settings = get_settings()
-    timing = ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
-    outcome = await fire(instance_id, link_no, timing)
-    log.debug("fired %s link %d: %s", instance_id, link_no, outcome.value, extra={"instance_id": instance_id})
+    await settle_links([(instance_id, link_no)], _timing())
+    log.debug("fired %s link %d", instance_id, link_no, extra={"instance_id": instance_id})
 
 
 @dramatiq.actor(actor_name=FIRE_BATCH_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
 async def fire_links(links: list[list[object]]) -> None:
-    settings = get_settings()
-    timing = ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
-    await fire_batch([(str(instance_id), int(str(link_no))) for instance_id, link_no in links], timing)
+    await settle_links([(str(instance_id), int(str(link_no))) for instance_id, link_no in links], _timing())
 
 
 @dramatiq.actor(actor_name=APPLY_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
 async def apply_pending_changes(task_ids: list[str]) -> None:
-    settings = get_settings()
-    timing = ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
-    await apply_changes_of([str(task_id) for task_id in task_ids], timing)
+    await apply_changes_of([str(task_id) for task_id in task_ids], _timing())

@@ -7,7 +7,6 @@ and late messages are all harmless.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,22 +26,23 @@ from models import (
     Verification,
     VerificationStatus,
 )
-from observability.metrics import count_links_sent, observe_settlement
+from observability.metrics import observe_settlement
+from services.chain_links import FIRE_ACTOR as FIRE_ACTOR
+from services.chain_links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
+from services.chain_links import LINK_BATCH as LINK_BATCH
+from services.chain_links import batched_link_messages as batched_link_messages
+from services.chain_links import link_message as link_message
+from services.chain_links import send_links as send_links
+from services.chain_links import send_links_after_commit
 from services.chain_sql import mark_missed, read_instance_locking_task
 from services.db import write_transaction
 from services.events import record_event
-from services.messaging import Outgoing, send, send_after_commit
 from services.reminders import plan_reminders
 from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
 from verification.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 
 log = logging.getLogger("proofloop.chain")
 
-FIRE_ACTOR = "chain.fire"
-FIRE_BATCH_ACTOR = "chain.fire_batch"
-# Links due at the same instant travel together, up to this many a message: a burst then costs one
-# Dramatiq delivery per batch instead of one per instance, while each instance still settles on its own.
-LINK_BATCH = 50
 OPEN_STATUSES = (InstanceStatus.PENDING, InstanceStatus.PENDING_REVIEW)
 
 
@@ -59,10 +59,6 @@ class FireOutcome(StrEnum):
     MISSED = "missed"
     VERIFIED = "verified"
     REJECTED = "rejected"
-
-
-def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
-    return Outgoing(FIRE_ACTOR, (instance_id, link_no), eta=fire_at)
 
 
 async def lock_task(task_id: str) -> Task:
@@ -148,8 +144,7 @@ async def plan_next_instance(
     await plan_reminders(instance, task, now=now, link_horizon_seconds=timing.link_horizon_seconds)
     if linked:
         # inside the horizon the chain links itself; farther ones are the pump's to hand over
-        send_after_commit(link_message(str(instance.id), 1, fire_at))
-        count_links_sent("chain")
+        send_links_after_commit([(str(instance.id), 1, fire_at)])
     return instance
 
 
@@ -170,8 +165,7 @@ async def move_fire_at(
     )
     instance.fire_at, instance.link_no, instance.link_for = fire_at, link_no, fire_at if linked else None
     if linked:
-        send_after_commit(link_message(str(instance.id), link_no, fire_at))
-        count_links_sent("chain")
+        send_links_after_commit([(str(instance.id), link_no, fire_at)])
 
 
 async def cancel_open_instance(
@@ -302,38 +296,5 @@ async def _resend_if_early(instance: TaskInstance, now: datetime, link_no: int) 
         link_no=F("link_no") + 1, link_for=current.fire_at, linked_at=now
     )
     if claimed:
-        send_after_commit(link_message(str(instance.id), link_no + 1, current.fire_at))
-        count_links_sent("chain")
+        send_links_after_commit([(str(instance.id), link_no + 1, current.fire_at)])
     return FireOutcome.EARLY
-
-
-def batched_link_messages(rows: list[tuple[str, int, datetime]]) -> list[Outgoing]:
-    """One message per link, except that links with the same fire_at share messages of LINK_BATCH."""
-    by_fire_at: dict[datetime, list[tuple[str, int]]] = {}
-    for instance_id, link_no, fire_at in rows:
-        by_fire_at.setdefault(fire_at, []).append((instance_id, link_no))
-    messages: list[Outgoing] = []
-    for fire_at, links in by_fire_at.items():
-        if len(links) == 1:
-            messages.append(link_message(links[0][0], links[0][1], fire_at))
-            continue
-        for start in range(0, len(links), LINK_BATCH):
-            batch = [[instance_id, link_no] for instance_id, link_no in links[start : start + LINK_BATCH]]
-            messages.append(Outgoing(FIRE_BATCH_ACTOR, (batch,), eta=fire_at))
-    return messages
-
-
-async def send_links(rows: list[tuple[str, int, datetime]]) -> None:
-    await send(batched_link_messages(rows))
-
-
-async def fire_batch(links: list[tuple[str, int]], timing: ChainTiming) -> list[FireOutcome | BaseException]:
-    """Fire links that arrived together; each settles in its own transaction, and one failing never
-    stops the others (its row still owes work, so the pump resends it)."""
-    results: list[FireOutcome | BaseException] = await asyncio.gather(
-        *(fire(instance_id, link_no, timing) for instance_id, link_no in links), return_exceptions=True
-    )
-    for (instance_id, _), result in zip(links, results, strict=True):
-        if isinstance(result, BaseException):
-            log.error("fire failed", exc_info=result, extra={"instance_id": instance_id})
-    return results

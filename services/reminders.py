@@ -8,6 +8,7 @@ that rides the chain's mechanism: linked at once inside the horizon, else handed
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -33,13 +34,30 @@ class ReminderOffset:
     anchor: ReminderAnchor
     offset_seconds: int
 
-    def remind_at(self, instance: TaskInstance) -> datetime:
-        anchor = instance.opens_at if self.anchor is ReminderAnchor.OPENS else instance.due_at
+    def remind_at(self, occurrence: Occurrence) -> datetime:
+        anchor = occurrence.opens_at if self.anchor is ReminderAnchor.OPENS else occurrence.due_at
         return anchor - timedelta(seconds=self.offset_seconds)
 
 
+@dataclass(frozen=True)
+class Occurrence:
+    """A planned instance as its reminders see it (the set-based settlement plans rows, not models)."""
+
+    instance_id: str
+    opens_at: datetime
+    due_at: datetime
+
+
 def offsets_of(task: Task) -> list[ReminderOffset]:
-    return [ReminderOffset(ReminderAnchor(str(a)), int(str(s))) for a, s in task.reminders or []]
+    return offsets_from(task.reminders)
+
+
+def offsets_from(stored_value: object) -> list[ReminderOffset]:
+    """The offsets of a task's stored `reminders` column (JSON text when read by hand-written SQL)."""
+    pairs = json.loads(stored_value) if isinstance(stored_value, str) else stored_value
+    if not isinstance(pairs, list):
+        return []
+    return [ReminderOffset(ReminderAnchor(str(a)), int(str(s))) for a, s in pairs]
 
 
 def stored(offsets: tuple[ReminderOffset, ...]) -> list[list[object]]:
@@ -93,19 +111,52 @@ async def plan_reminders(
 ) -> None:
     """The new instance's reminders, in the caller's transaction (one insert; none when the task has no
     offsets); those inside the horizon are linked after commit, like the chain's own links."""
-    offsets = offsets_of(task)
-    if not offsets:
-        return
+    occurrence = Occurrence(str(instance.id), instance.opens_at, instance.due_at)
+    await plan_reminders_of(
+        [(occurrence, offsets_of(task))],
+        now=now,
+        link_horizon_seconds=link_horizon_seconds,
+        not_before=not_before,
+    )
+
+
+async def plan_reminders_of(
+    planned: list[tuple[Occurrence, list[ReminderOffset]]],
+    *,
+    now: datetime,
+    link_horizon_seconds: float,
+    not_before: datetime | None = None,
+) -> None:
+    """plan_reminders for many planned instances at once: one insert for all of them."""
     earliest = now - LATE_TOLERANCE if not_before is None else not_before
     rows: list[InstanceReminder] = []
+    for occurrence, offsets in planned:
+        rows += _reminder_rows(occurrence, offsets, earliest, now, link_horizon_seconds)
+    if not rows:
+        return
+    await InstanceReminder.bulk_create(rows)
+    for row in rows:
+        if row.link_for is not None:
+            send_after_commit(reminder_message(str(row.id), 1, row.remind_at))
+            count_links_sent("reminder")
+
+
+def _reminder_rows(
+    occurrence: Occurrence,
+    offsets: list[ReminderOffset],
+    earliest: datetime,
+    now: datetime,
+    link_horizon_seconds: float,
+) -> list[InstanceReminder]:
+    rows: list[InstanceReminder] = []
     for offset in offsets:
-        remind_at = offset.remind_at(instance)
+        remind_at = offset.remind_at(occurrence)
         if remind_at < earliest:
             continue
         linked = (remind_at - now).total_seconds() <= link_horizon_seconds
         rows.append(
             InstanceReminder(
-                instance=instance,
+                instance_id=occurrence.instance_id,
                 anchor=offset.anchor,
                 offset_seconds=offset.offset_seconds,
                 remind_at=remind_at,
@@ -115,13 +166,7 @@ async def plan_reminders(
                 linked_at=now if linked else None,
             )
         )
-    if not rows:
-        return
-    await InstanceReminder.bulk_create(rows)
-    for row in rows:
-        if row.link_for is not None:
-            send_after_commit(reminder_message(str(row.id), 1, row.remind_at))
-            count_links_sent("reminder")
+    return rows
 
 
 async def replan_open_reminders(task: Task, *, now: datetime, link_horizon_seconds: float) -> None:

@@ -61,9 +61,10 @@ def schedule_of(task: Task) -> Schedule:
 class RecurrenceMemo:
     """The last results of a pure recurrence call, by its arguments; a hit needs no worker thread.
 
-    Only successes are kept (a refused rule is judged again, within its budget). Used from the event
-    loop only, so it needs no lock. Equal aware datetimes are the same instant, which is all the rules
-    read of them.
+    Validation keeps only successes (a refused rule is judged again, within its budget); an expansion is
+    kept whatever it found (a stored rule over its budget is exhausted every time alike). Used from the
+    event loop only, so it needs no lock. Equal aware datetimes are the same instant, which is all the
+    rules read of them.
     """
 
     def __init__(self, size: int) -> None:
@@ -149,11 +150,39 @@ async def due_times_after(
     """Expand in a worker thread. A stored rule past the budget counts as exhausted (logged)."""
     key = (schedule, after, count, budget)
     known = _expanded_memo.get(key)
-    if isinstance(known, tuple):
-        return DueTimes(schedule, after, known, exhausted=len(known) < count)
+    if isinstance(known, DueTimes):
+        return known
+    found = await asyncio.to_thread(_expand, schedule, after, count, budget)
+    _expanded_memo.put(key, found)
+    return found
+
+
+async def prefetch_due_times(schedule: Schedule, after: datetime, budget: RecurrenceBudget) -> DueTimes:
+    """Due times for planning the next instance after max(after, the database's now), before any lock."""
+    moment = max(after, datetime.now(UTC) - _PREFETCH_SLACK)
+    return await due_times_after(schedule, moment, _PREFETCH, budget)
+
+
+async def prefetch_many(
+    wanted: list[tuple[Schedule, datetime]], budget: RecurrenceBudget
+) -> dict[tuple[Schedule, datetime], DueTimes]:
+    """prefetch_due_times for many (schedule, after) pairs in one worker thread: a batch of settlements
+    expands each distinct pair once, before any lock, each expansion under its own budget."""
+    moment_floor = datetime.now(UTC) - _PREFETCH_SLACK
+    distinct = list(dict.fromkeys(wanted))
+    found = await asyncio.to_thread(_expand_many, distinct, moment_floor, budget)
+    return dict(zip(distinct, found, strict=True))
+
+
+def _expand_many(
+    wanted: list[tuple[Schedule, datetime]], moment_floor: datetime, budget: RecurrenceBudget
+) -> list[DueTimes]:
+    return [_expand(schedule, max(after, moment_floor), _PREFETCH, budget) for schedule, after in wanted]
+
+
+def _expand(schedule: Schedule, after: datetime, count: int, budget: RecurrenceBudget) -> DueTimes:
     try:
-        times = await asyncio.to_thread(occurrences_after, schedule, after, count, budget=budget)
-        _expanded_memo.put(key, tuple(times))
+        times = occurrences_after(schedule, after, count, budget=budget)
     except RecurrenceTooCostly:
         log.error(
             "schedule over the recurrence budget; treated as exhausted", extra={"rrule": schedule.rrule}
@@ -163,12 +192,6 @@ async def due_times_after(
         log.error("stored schedule no longer parses; treated as exhausted", extra={"rrule": schedule.rrule})
         times = []
     return DueTimes(schedule, after, tuple(times), exhausted=len(times) < count)
-
-
-async def prefetch_due_times(schedule: Schedule, after: datetime, budget: RecurrenceBudget) -> DueTimes:
-    """Due times for planning the next instance after max(after, the database's now), before any lock."""
-    moment = max(after, datetime.now(UTC) - _PREFETCH_SLACK)
-    return await due_times_after(schedule, moment, _PREFETCH, budget)
 
 
 async def next_due_after(
@@ -190,4 +213,8 @@ async def upcoming(task: Task, after: datetime, count: int, budget: RecurrenceBu
 
 def window_of(task: Task, due_at: datetime) -> tuple[datetime, datetime]:
     """(opensAt, closesAt) of the instance due at `due_at`."""
-    return due_at - timedelta(seconds=task.window_seconds), due_at + timedelta(seconds=task.grace_seconds)
+    return window_around(due_at, task.window_seconds, task.grace_seconds)
+
+
+def window_around(due_at: datetime, window_seconds: int, grace_seconds: int) -> tuple[datetime, datetime]:
+    return due_at - timedelta(seconds=window_seconds), due_at + timedelta(seconds=grace_seconds)
