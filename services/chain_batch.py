@@ -25,16 +25,8 @@ from services.db import db_now, on_commit, write_transaction
 from services.events import announce_committed_events
 from services.reminders import Occurrence, offsets_from, plan_reminders_of
 from services.schedules import DueTimes, due_times_after, prefetch_many, window_around
-from services.settle_sql import (
-    ClaimedRow,
-    LinkedRow,
-    PlannedRow,
-    claim_and_settle,
-    read_due_in_seconds,
-    read_named,
-    whole_second,
-    write_settlements,
-)
+from services.settle_reads import LinkedRow, read_due_in_seconds, read_named, whole_second
+from services.settle_sql import ClaimedRow, PlannedRow, claim_and_settle, write_settlements
 from verification.recurrence import Schedule
 
 log = logging.getLogger("proofloop.chain")

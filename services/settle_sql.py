@@ -1,4 +1,4 @@
-"""The statements of set-based settlement: read due links, claim-and-settle them, write what follows.
+"""The statements of set-based settlement: claim-and-settle the due rows, write what follows.
 
 Hand-written because a batch must cost a few statements, not a few per row, and because PostgreSQL's
 claim locks with SKIP LOCKED (SQLite needs no row locks: BEGIN IMMEDIATE already holds the file's).
@@ -9,36 +9,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from functools import cache
-from typing import Any
+from datetime import datetime
 
 from models import EventType, InstanceStatus, TaskState
 from services.db import connection, is_sqlite
+from services.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, as_utc, schedule_from
 from verification.recurrence import Schedule
-
-_PENDING = InstanceStatus.PENDING.value
-_TASK_COLUMNS = (
-    "t.owner_id, t.title, t.last_seq, t.starts_at, t.rrule, t.timezone, t.window_seconds,"
-    " t.grace_seconds, t.count_ends_at, t.reminders, t.pending_effective_at"
-)
-# a task whose waiting change has come due is settled by chain.fire, which applies the change first
-_NO_CHANGE_DUE = "(t.pending_effective_at IS NULL OR t.pending_effective_at > {now})"
-
-
-@dataclass(frozen=True)
-class LinkedRow:
-    """An instance named by a link or due in the same second, as read before any lock."""
-
-    instance_id: str
-    status: InstanceStatus
-    fire_at: datetime | None
-    due_at: datetime
-    schedule: Schedule
-    change_due_at: datetime | None  # the task's waiting change (commitment horizon), if any
-
-    def change_due(self, now: datetime) -> bool:
-        return self.change_due_at is not None and self.change_due_at <= now
 
 
 @dataclass(frozen=True)
@@ -69,114 +45,11 @@ class PlannedRow:
     linked: bool  # inside the horizon: its link leaves after commit
 
 
-def _at(value: Any) -> datetime:
-    if isinstance(value, str):  # SQLite hands back the stored ISO text
-        value = datetime.fromisoformat(value)
-    assert isinstance(value, datetime)
-    return value.astimezone(UTC)
-
-
-def _maybe_at(value: Any) -> datetime | None:
-    return None if value is None else _at(value)
-
-
-def _schedule(row: dict[str, Any]) -> Schedule:
-    return Schedule(
-        starts_at=_at(row["starts_at"]),
-        rrule=row["rrule"],
-        timezone=row["timezone"],
-        window_seconds=int(row["window_seconds"]),
-        grace_seconds=int(row["grace_seconds"]),
-        count_ends_at=_maybe_at(row["count_ends_at"]),
-    )
-
-
-def _ids(sqlite: bool, ids: list[str]) -> Any:
-    return json.dumps(ids) if sqlite else ids
-
-
-def _in(sqlite: bool, param: str, cast: str = "uuid") -> str:
-    return f"IN (SELECT value FROM json_each({param}))" if sqlite else f"= ANY({param}::{cast}[])"
-
-
-_READ_COLUMNS = f"i.id, i.status, i.fire_at, i.due_at, {_TASK_COLUMNS}"
-
-# The PENDING rows due by $2 in the given whole seconds (half-open ranges), at most $3, earliest first:
-# on PostgreSQL one range scan of the fire_at index per second.
-_GATHER_PG = f"""
-SELECT {_READ_COLUMNS}
-FROM unnest($1::timestamptz[]) AS sec(s)
-CROSS JOIN LATERAL (
-    SELECT * FROM task_instances g
-    WHERE g.fire_at >= sec.s AND g.fire_at < sec.s + interval '1 second' AND g.fire_at <= $2
-      AND g.status = '{_PENDING}' AND g.id <> ALL($4::uuid[])
-    ORDER BY g.fire_at LIMIT $3
-) AS i
-JOIN tasks t ON t.id = i.task_id
-LIMIT $3
-"""
-_GATHER_SQLITE = f"""
-SELECT {_READ_COLUMNS}
-FROM task_instances i JOIN tasks t ON t.id = i.task_id
-WHERE i.status = '{_PENDING}' AND i.fire_at <= ?2 AND i.id NOT IN (SELECT value FROM json_each(?4))
-  AND EXISTS (
-    SELECT 1 FROM json_each(?1) AS sec
-    WHERE i.fire_at >= sec.value AND i.fire_at < strftime('%Y-%m-%d %H:%M:%S+00:00', sec.value, '+1 second'))
-ORDER BY i.fire_at LIMIT ?3
-"""
-
-
-@cache
-def _named_sql(sqlite: bool) -> str:
-    return (
-        f"SELECT {_READ_COLUMNS} FROM task_instances i JOIN tasks t ON t.id = i.task_id"
-        f" WHERE i.id {_in(sqlite, '?1' if sqlite else '$1')}"
-    )
-
-
-def _linked(row: dict[str, Any]) -> LinkedRow:
-    return LinkedRow(
-        instance_id=str(row["id"]),
-        status=InstanceStatus(row["status"]),
-        fire_at=_maybe_at(row["fire_at"]),
-        due_at=_at(row["due_at"]),
-        schedule=_schedule(row),
-        change_due_at=_maybe_at(row["pending_effective_at"]),
-    )
-
-
-async def read_named(instance_ids: list[str]) -> list[LinkedRow]:
-    """The instances the links name, with their tasks' schedules (no lock: decides what to try)."""
-    sqlite = is_sqlite()
-    rows = await connection().execute_query_dict(_named_sql(sqlite), [_ids(sqlite, instance_ids)])
-    return [_linked(r) for r in rows]
-
-
-async def read_due_in_seconds(
-    seconds: list[datetime], now: datetime, limit: int, excluded: set[str]
-) -> list[LinkedRow]:
-    """PENDING instances due by `now` whose fire_at falls in one of the whole `seconds`, earliest first,
-    but for the `excluded` ones."""
-    sqlite = is_sqlite()
-    param: Any = json.dumps([s.isoformat(" ") for s in seconds]) if sqlite else seconds
-    sql = _GATHER_SQLITE if sqlite else _GATHER_PG
-    rows = await connection().execute_query_dict(sql, [param, now, limit, _ids(sqlite, list(excluded))])
-    return [_linked(r) for r in rows]
-
-
-def whole_second(at: datetime) -> datetime:
-    return at.replace(microsecond=0)
-
-
-def next_second(at: datetime) -> datetime:
-    return whole_second(at) + timedelta(seconds=1)
-
-
 _LIVE = (
     f"t.deleted_at IS NULL AND t.state = '{TaskState.ACTIVE.value}'"
     " AND t.chain_version = {instance}.chain_version"
 )
-_CLAIMED = "i.id, i.task_id, i.status, i.due_at, i.chain_version, " + _TASK_COLUMNS
+_CLAIMED = "i.id, i.task_id, i.status, i.due_at, i.chain_version, " + TASK_COLUMNS
 
 # One statement: lock (skipping rows another transaction holds, instance or task) and settle each due
 # PENDING row by its own compare-and-set: MISSED when its chain is live, CANCELED when stale.
@@ -184,8 +57,8 @@ _CLAIM_PG = f"""
 WITH due AS (
     SELECT i.id, ({_LIVE.format(instance="i")}) AS live
     FROM task_instances i JOIN tasks t ON t.id = i.task_id
-    WHERE i.id = ANY($1::uuid[]) AND i.status = '{_PENDING}' AND i.fire_at <= $2
-      AND {_NO_CHANGE_DUE.format(now="$2")}
+    WHERE i.id = ANY($1::uuid[]) AND i.status = '{PENDING}' AND i.fire_at <= $2
+      AND {NO_CHANGE_DUE.format(now="$2")}
     FOR UPDATE OF i, t SKIP LOCKED
 )
 UPDATE task_instances i
@@ -193,7 +66,7 @@ SET status = CASE WHEN due.live THEN '{InstanceStatus.MISSED.value}'
                   ELSE '{InstanceStatus.CANCELED.value}' END,
     settled_at = $2, fire_at = NULL, link_for = NULL
 FROM due, tasks t
-WHERE i.id = due.id AND t.id = i.task_id AND i.status = '{_PENDING}' AND i.fire_at <= $2
+WHERE i.id = due.id AND t.id = i.task_id AND i.status = '{PENDING}' AND i.fire_at <= $2
 RETURNING {_CLAIMED}
 """
 
@@ -203,9 +76,9 @@ SET status = CASE WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.id = task_instances
                                AND {_LIVE.format(instance="task_instances")})
              THEN '{InstanceStatus.MISSED.value}' ELSE '{InstanceStatus.CANCELED.value}' END,
     settled_at = ?2, fire_at = NULL, link_for = NULL
-WHERE id IN (SELECT value FROM json_each(?1)) AND status = '{_PENDING}' AND fire_at <= ?2
+WHERE id IN (SELECT value FROM json_each(?1)) AND status = '{PENDING}' AND fire_at <= ?2
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = task_instances.task_id
-                  AND NOT {_NO_CHANGE_DUE.format(now="?2")})
+                  AND NOT {NO_CHANGE_DUE.format(now="?2")})
 RETURNING id
 """
 
@@ -230,12 +103,12 @@ async def claim_and_settle(instance_ids: list[str], now: datetime) -> list[Claim
             instance_id=str(r["id"]),
             task_id=str(r["task_id"]),
             status=InstanceStatus(r["status"]),
-            due_at=_at(r["due_at"]),
+            due_at=as_utc(r["due_at"]),
             chain_version=int(r["chain_version"]),
             owner_id=str(r["owner_id"]),
             title=str(r["title"]),
             last_seq=int(r["last_seq"]),
-            schedule=_schedule(r),
+            schedule=schedule_from(r),
             reminders=r["reminders"],
         )
         for r in rows
@@ -258,7 +131,7 @@ WITH missed AS (
 ), planned AS (
     INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status,
                                 created_at, fire_at, link_no, link_for, linked_at)
-    SELECT id, task_id, seq, v, o, d, c, '{_PENDING}', $1, c,
+    SELECT id, task_id, seq, v, o, d, c, '{PENDING}', $1, c,
            CASE WHEN l THEN 1 ELSE 0 END, CASE WHEN l THEN c END, CASE WHEN l THEN $1::timestamptz END
     FROM unnest($8::uuid[], $9::uuid[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
                 $14::timestamptz[], $15::bool[]) AS x(task_id, id, seq, v, o, d, c, l)
@@ -278,7 +151,7 @@ _ADVANCED_SQLITE = _TASKS_SQLITE.format(change="last_seq = last_seq + 1")
 _PLANNED_SQLITE = f"""
 INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status,
                             created_at, fire_at, link_no, link_for, linked_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, '{_PENDING}', ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, '{PENDING}', ?, ?, ?, ?, ?)
 """
 
 
