@@ -97,10 +97,11 @@ for _outcome in WEBHOOK_OUTCOMES:
 
 
 def observe_settlement(outcome: str, fire_at: datetime | None, settled_at: datetime) -> None:
-    """One settlement by the chain: count it by outcome and record how late it came."""
+    """One settlement: count it by outcome and, when it came at or after its fire_at (the chain's timer,
+    not a proof or a partner before it), how late."""
     SETTLEMENTS.labels(outcome=outcome.lower()).inc()
-    if fire_at is not None:
-        LINK_LATENESS.observe(max(0.0, (settled_at - fire_at).total_seconds()))
+    if fire_at is not None and settled_at >= fire_at:
+        LINK_LATENESS.observe((settled_at - fire_at).total_seconds())
 
 
 def count_links_sent(source: str, count: int = 1) -> None:

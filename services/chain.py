@@ -34,7 +34,7 @@ from services.chain_links import batched_link_messages as batched_link_messages
 from services.chain_links import link_message as link_message
 from services.chain_links import send_links as send_links
 from services.chain_links import send_links_after_commit
-from services.chain_sql import mark_missed, read_instance_locking_task
+from services.chain_sql import read_instance_locking_task
 from services.db import write_transaction
 from services.events import record_event
 from services.reminders import plan_reminders
@@ -79,25 +79,34 @@ async def _apply_pending_if_due(task: Task) -> None:
 
 
 def settlement(outcome: InstanceStatus, at: datetime) -> dict[str, Any]:
-    """The columns every settlement writes: the outcome, when, and that the chain owes the row nothing.
-
-    chain_sql.mark_missed writes the same columns in SQL (the fire's hot path).
-    """
+    """The columns every settlement writes: the outcome, when, and that the chain owes the row nothing."""
     return {"status": outcome, "settled_at": at, "fire_at": None, "link_for": None}
 
 
 async def settle_instance(
-    instance_id: object,
+    task: Task,
+    instance: TaskInstance,
     outcome: InstanceStatus,
     at: datetime,
     *,
     expected: InstanceStatus = InstanceStatus.PENDING,
+    events: tuple[EventType, ...] = (),
+    verification: Verification | None = None,
     **conditions: Any,
 ) -> bool:
-    """The compare-and-set that settles one instance: only from `expected` and only if `conditions` hold
-    (the window at arrival, the review deadline); False when someone else settled it first."""
-    rows = TaskInstance.filter(id=instance_id, status=expected, **conditions)
-    return bool(await rows.update(**settlement(outcome, at)))
+    """The one settlement of one instance: a compare-and-set from `expected`, only if `conditions` hold
+    (the window at arrival, the review deadline, fire_at come); then the metrics count it and `events`
+    are written in the caller's transaction. False when someone else settled it first.
+
+    A set of instances is settled by services/settle_sql.claim_and_settle, writing the same columns."""
+    rows = TaskInstance.filter(id=instance.id, status=expected, **conditions)
+    if not await rows.update(**settlement(outcome, at)):
+        return False
+    observe_settlement(outcome.value, instance.fire_at, at)
+    instance.status, instance.settled_at, instance.fire_at, instance.link_for = outcome, at, None, None
+    for event in events:
+        await record_event(event, task, instance, at, verification)
+    return True
 
 
 async def plan_after_pending(
@@ -226,14 +235,11 @@ async def _settle_pending(
         or task.state != TaskState.ACTIVE
     ):
         # a link of a superseded chain: the row must not stay behind owing work
-        await settle_instance(instance.id, InstanceStatus.CANCELED, now)
-        observe_settlement(InstanceStatus.CANCELED.value, instance.fire_at, now)
+        await settle_instance(task, instance, InstanceStatus.CANCELED, now)
         return FireOutcome.STALE
-    if not await mark_missed(str(instance.id), now):
+    missed = (EventType.MISSED,)
+    if not await settle_instance(task, instance, InstanceStatus.MISSED, now, events=missed, fire_at__lte=now):
         return await _resend_if_early(instance, now, link_no)
-    instance.status = InstanceStatus.MISSED
-    observe_settlement(InstanceStatus.MISSED.value, instance.fire_at, now)
-    await record_event(EventType.MISSED, task, instance, now)
     await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
     log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
     return FireOutcome.MISSED
@@ -261,13 +267,19 @@ async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link
     outcome = decided_status(verification, approve)
     if task.deleted_at is not None:
         outcome = InstanceStatus.CANCELED
+    events = () if outcome is InstanceStatus.CANCELED else (decided_event(verification, approve),)
     settled = await settle_instance(
-        instance.id, outcome, now, expected=InstanceStatus.PENDING_REVIEW, fire_at__lte=now
+        task,
+        instance,
+        outcome,
+        now,
+        expected=InstanceStatus.PENDING_REVIEW,
+        events=events,
+        verification=verification,
+        fire_at__lte=now,
     )
     if not settled:
         return await _resend_if_early(instance, now, link_no)
-    instance.status = outcome
-    observe_settlement(outcome.value, instance.fire_at, now)
     if outcome is InstanceStatus.CANCELED:
         return FireOutcome.STALE
     if verification is not None:
@@ -276,7 +288,6 @@ async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link
             reason=None if approve else RejectionReason.REVIEW_TIMED_OUT,
             decided_at=now,
         )
-    await record_event(decided_event(verification, approve), task, instance, now, verification)
     log.info(
         "review timed out: %s",
         outcome.value,

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from tortoise.models import Model
 
-from models import InstanceStatus, Task, TaskInstance
+from models import Task, TaskInstance
 from services.db import connection, is_sqlite
 
 
@@ -52,22 +52,3 @@ async def read_instance_locking_task(instance_id: str) -> tuple[TaskInstance, Ta
     task = Task._init_from_db(**_columns_of(row, "t"))
     now: datetime = datetime.now(UTC) if sqlite else row["db_now"]  # SQLite's clock is this host's
     return instance, task, now.astimezone(UTC)
-
-
-@cache
-def _miss_sql(sqlite: bool) -> str:
-    now, key = ("?1", "?2") if sqlite else ("$1", "$2")
-    return (
-        f"UPDATE task_instances SET status = '{InstanceStatus.MISSED.value}', settled_at = {now},"
-        f" fire_at = NULL, link_for = NULL WHERE id = {key}"
-        f" AND status = '{InstanceStatus.PENDING.value}' AND fire_at <= {now} RETURNING id"
-    )
-
-
-async def mark_missed(instance_id: str, now: datetime) -> bool:
-    """PENDING -> MISSED only if fire_at has come by `now` (the database's clock): a compare-and-set.
-
-    chain.settle_instance in SQL, writing chain.settlement's columns: the fire's hot path.
-    """
-    rows = await connection().execute_query_dict(_miss_sql(is_sqlite()), [now, instance_id])
-    return bool(rows)

@@ -201,16 +201,21 @@ async def settle_verified(
     due: DueTimes | None,
 ) -> Verification | None:
     """An accepted proof of its own: VERIFIED, judged at arrival (settled only if it came in the window)."""
+    draft.status, draft.decided_at = VerificationStatus.ACCEPTED, arrival
+    await draft.save()  # in the caller's transaction: a proof that is not accepted is recorded REJECTED
+    instance = target.instance
     settled = await settle_instance(
-        target.instance.id, InstanceStatus.VERIFIED, arrival, opens_at__lte=arrival, closes_at__gte=arrival
+        task,
+        instance,
+        InstanceStatus.VERIFIED,
+        arrival,
+        events=(EventType.PROOF_SUBMITTED, EventType.VERIFIED),
+        verification=draft,
+        opens_at__lte=arrival,
+        closes_at__gte=arrival,
     )
     if not settled:
         return None
-    instance = await TaskInstance.get(id=draft.instance_id)
-    draft.status, draft.decided_at = VerificationStatus.ACCEPTED, arrival
-    await draft.save()
-    await record_event(EventType.PROOF_SUBMITTED, task, instance, arrival, draft)
-    await record_event(EventType.VERIFIED, task, instance, arrival, draft)
     await plan_after_pending(task, instance, now=arrival, timing=timing, due=due)
     return draft
 

@@ -136,7 +136,14 @@ async def decide_review(
         instance = await TaskInstance.get(id=row.instance_id)
         task = await lock_task(str(instance.task_id))
         settled = await settle_instance(
-            instance.id, outcome, arrival, expected=InstanceStatus.PENDING_REVIEW, review_deadline__gt=arrival
+            task,
+            instance,
+            outcome,
+            arrival,
+            expected=InstanceStatus.PENDING_REVIEW,
+            events=(decided_event(row, approve),),
+            verification=row,
+            review_deadline__gt=arrival,
         )
         if not settled:
             raise Conflict("this review is already decided, or its deadline has passed")
@@ -147,11 +154,9 @@ async def decide_review(
             review_comment=comment,
             decided_at=arrival,
         )
-        if not decided:  # rolls the instance back too
+        if not decided:  # rolls the instance and its event back too
             raise Conflict("this proof is not waiting for a review")
         await row.refresh_from_db()
-        await instance.refresh_from_db()
-        await record_event(decided_event(row, approve), task, instance, arrival, row)
     return row
 
 
