@@ -19,7 +19,13 @@ def embedded(
     tmp_path_factory: pytest.TempPathFactory, redis_url: str
 ) -> Iterator[tuple[ServerProcess, Path]]:
     data_dir: Path = tmp_path_factory.mktemp("embedded-progress")
-    env = {"PROOFLOOP_DATA_DIR": str(data_dir), "PROOFLOOP_REDIS_URL": redis_url, "PROOFLOOP_SECRET_KEY": "k"}
+    env = {
+        "PROOFLOOP_DATA_DIR": str(data_dir),
+        "PROOFLOOP_REDIS_URL": redis_url,
+        "PROOFLOOP_SECRET_KEY": "k",
+        # the run's Redis counts every test's registrations from 127.0.0.1: the limit has its own test
+        "PROOFLOOP_AUTH_ADDRESS_ATTEMPTS": "100000",
+    }
     run_cli(["migrate"], env)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as proc:
         yield proc, data_dir / "proofloop.sqlite3"

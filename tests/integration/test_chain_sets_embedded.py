@@ -28,6 +28,8 @@ def embedded(
         "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
         "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
         "PROOFLOOP_WORKER_METRICS_PORT": "0",
+        # the run's Redis counts every test's registrations from 127.0.0.1: the limit has its own test
+        "PROOFLOOP_AUTH_ADDRESS_ATTEMPTS": "100000",
     }
     run_cli(["migrate"], env)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as server, WorkerProcess(env) as worker:

@@ -35,11 +35,10 @@ async def _task(method: VerificationMethod, due_in: float, **rules: object) -> t
     return task, await TaskInstance.get(task_id=task.id)
 
 
-async def _hold(task: Task, change: dict[str, object]) -> None:
-    """A pending change whose moment has just passed (as if the pump were late)."""
-    await Task.filter(id=task.id).update(
-        pending_change=change, pending_effective_at=await db_now() - timedelta(milliseconds=10)
-    )
+async def _hold(task: Task, change: dict[str, object], effective_at: datetime | None = None) -> None:
+    """A pending change whose moment has just passed (as if the pump were late), or comes at `effective_at`."""
+    when = effective_at or await db_now() - timedelta(milliseconds=10)
+    await Task.filter(id=task.id).update(pending_change=change, pending_effective_at=when)
 
 
 @pytest.mark.usefixtures("orm")
@@ -62,9 +61,11 @@ async def test_lock_task_applies_a_due_rule_change_in_place() -> None:
 
 @pytest.mark.usefixtures("orm")
 async def test_the_fire_applies_a_due_pause_before_settling() -> None:
-    task, instance = await _task(VerificationMethod.PHOTO, 1)
+    task, instance = await _task(VerificationMethod.PHOTO, 2)
+    # due just before the deadline, held before it: a worker of this run that reaches the row first (its
+    # pump sees it come due) must apply the pause first as well
+    await _hold(task, {"pause": True}, instance.closes_at - timedelta(milliseconds=10))
     await asyncio.sleep((instance.closes_at - datetime.now(UTC)).total_seconds() + 0.2)
-    await _hold(task, {"pause": True})
     outcome = await fire(str(instance.id), instance.link_no, TIMING)
     # paused first, so the deadline owes nothing: CANCELED, never MISSED
     assert outcome in (FireOutcome.NOTHING_OWED, FireOutcome.STALE)
