@@ -45,6 +45,10 @@ P50_TARGET_MS = 100
 P99_TARGET_MS = 250
 
 
+def _whole_second_after(at: datetime) -> datetime:
+    return at.replace(microsecond=0) + timedelta(seconds=1)
+
+
 async def proofloop_precision(env: BenchEnv) -> tuple[Lateness, int]:
     from models import User, VerificationMethod
     from services.chain import ChainTiming
@@ -65,7 +69,9 @@ async def proofloop_precision(env: BenchEnv) -> tuple[Lateness, int]:
                 description=None,
                 method=VerificationMethod.PHOTO,
                 schedule=Schedule(
-                    starts_at=datetime.now(UTC) + timedelta(seconds=DUE_IN_S),
+                    # a whole second (as createTask stores it) at least DUE_IN_S ahead: a fractional one
+                    # would be cut back to its second and could fall before the task is created
+                    starts_at=_whole_second_after(datetime.now(UTC) + timedelta(seconds=DUE_IN_S)),
                     rrule=None,
                     timezone="UTC",
                     window_seconds=60,
