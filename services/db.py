@@ -98,3 +98,11 @@ async def db_now() -> datetime:
     rows: list[dict[str, Any]] = await conn.execute_query_dict("SELECT clock_timestamp() AS now")
     now: datetime = rows[0]["now"]
     return now.astimezone(UTC)
+
+
+def as_utc(value: Any) -> datetime:
+    """A timestamp as read by hand-written SQL, in UTC (SQLite hands back the stored ISO text)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    assert isinstance(value, datetime)
+    return value.astimezone(UTC)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import cache
-from typing import Any
 
 from models import Task, TaskInstance
 from services.chain import ChainTiming, lock_task
-from services.db import connection, db_now, is_sqlite, write_transaction
+from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.ids import is_uuid
 from services.messaging import Outgoing, send
 from services.pending_changes import SCHEDULE_KEYS, apply_pending_change, eventual_schedule, is_due
@@ -54,13 +53,6 @@ def _claim_sql(sqlite: bool) -> str:
     )
 
 
-def _as_utc(value: Any) -> datetime:
-    if isinstance(value, str):  # SQLite hands back the stored ISO text
-        value = datetime.fromisoformat(value)
-    assert isinstance(value, datetime)
-    return value.astimezone(UTC)
-
-
 async def link_pending_changes(timing: ChainTiming) -> int:
     """Send a message for each change entering the link horizon that has none for its effective_at."""
     async with write_transaction():
@@ -68,7 +60,7 @@ async def link_pending_changes(timing: ChainTiming) -> int:
         rows = await connection().execute_query_dict(_claim_sql(is_sqlite()), [horizon, CLAIM_BATCH])
     by_effective_at: dict[datetime, list[str]] = {}
     for row in rows:
-        by_effective_at.setdefault(_as_utc(row["pending_effective_at"]), []).append(str(row["id"]))
+        by_effective_at.setdefault(as_utc(row["pending_effective_at"]), []).append(str(row["id"]))
     await send(
         [
             Outgoing(APPLY_ACTOR, (task_ids[start : start + MESSAGE_BATCH],), eta=effective_at)

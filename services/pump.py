@@ -7,12 +7,11 @@ skip), so the outstanding-link budget counted in SQL is exact.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from observability.metrics import PUMP_BACKLOG, count_links_sent
 from services.chain import ChainTiming, send_links
-from services.db import connection, db_now, is_sqlite, write_transaction
+from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.events import announce_committed_events
 from services.pending_timer import apply_overdue_changes, link_pending_changes
 
@@ -30,15 +29,15 @@ _SENT_LONG_AGO = {
 _LOST = "(fire_at <= {overdue} AND " + "{sent_long_ago})"
 
 _LIVE_LINKS_SQL = """
-SELECT COUNT(*) AS n FROM task_instances
+SELECT COUNT(*) AS n FROM {table}
 WHERE fire_at IS NOT NULL AND link_for = fire_at AND NOT {lost}
 """
 
 # Earliest fire_at first: a near link never waits behind a far one.
 _CLAIM_SQL = """
-UPDATE task_instances SET link_no = link_no + 1, link_for = fire_at, linked_at = {now}
+UPDATE {table} SET link_no = link_no + 1, link_for = fire_at, linked_at = {now}
 WHERE id IN (
-    SELECT id FROM task_instances
+    SELECT id FROM {table}
     WHERE fire_at IS NOT NULL AND fire_at <= {horizon}
       AND (link_for IS NULL OR link_for <> fire_at OR ({resend} AND {lost}))
     ORDER BY fire_at
@@ -48,16 +47,18 @@ RETURNING id, link_no, fire_at
 """
 
 
-def _statements(dialect: str) -> tuple[str, str]:
-    """(live-links count, claim) for this dialect; parameters: now, overdue cutoff, overdue seconds,
+def timer_statements(dialect: str, table: str = "task_instances") -> tuple[str, str]:
+    """(live-links count, claim) over a table of durable timers (fire_at, link_no, link_for, linked_at)
+    for this dialect; parameters: now, overdue cutoff, overdue seconds,
     horizon, limit, resend overdue (numbered placeholders, which both dialects have, so one may appear
     twice). The resend switch is a parameter, not a text edit: every placeholder stays in the claim, so
     PostgreSQL can type each of them."""
     ph = [f"?{n}" if dialect == "sqlite" else f"${n}" for n in range(1, 7)]
     sent_long_ago = _SENT_LONG_AGO[dialect].format(now=ph[0], overdue_s=ph[2])
     lost = _LOST.format(overdue=ph[1], sent_long_ago=sent_long_ago)
-    live = _LIVE_LINKS_SQL.format(lost=lost)
+    live = _LIVE_LINKS_SQL.format(table=table, lost=lost)
     claim = _CLAIM_SQL.format(
+        table=table,
         now=ph[0],
         horizon=ph[3],
         lost=lost,
@@ -66,13 +67,6 @@ def _statements(dialect: str) -> tuple[str, str]:
         skip_locked="" if dialect == "sqlite" else " FOR UPDATE SKIP LOCKED",
     )
     return live, claim
-
-
-def lost_link_condition(dialect: str, now: str, cutoff: str, overdue_s: str) -> str:
-    """The lost-link rule above as SQL over the placeholders given, for other tables of timers."""
-    return _LOST.format(
-        overdue=cutoff, sent_long_ago=_SENT_LONG_AGO[dialect].format(now=now, overdue_s=overdue_s)
-    )
 
 
 @dataclass(frozen=True)
@@ -89,19 +83,12 @@ class PumpTick:
     skipped: bool = False
 
 
-def _as_utc(value: Any) -> datetime:
-    if isinstance(value, str):  # SQLite hands back the stored ISO text
-        value = datetime.fromisoformat(value)
-    assert isinstance(value, datetime)
-    return value.astimezone(UTC)
-
-
 async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True) -> PumpTick:
     """Claim (earliest first, within the budget) the rows inside the horizon that lack a live link;
     with `resend_overdue` False (the workers are behind), only rows that never had a link for their
     fire_at."""
     sqlite = is_sqlite()
-    live_sql, claim_sql = _statements("sqlite" if sqlite else "postgres")
+    live_sql, claim_sql = timer_statements("sqlite" if sqlite else "postgres")
     async with write_transaction():
         conn = connection()
         if not sqlite:
@@ -123,7 +110,7 @@ async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True
         rows = await conn.execute_query_dict(
             claim_sql, [now, cutoff, overdue_s, horizon, budget, resend_overdue]
         )
-    claimed = [(str(r["id"]), int(r["link_no"]), _as_utc(r["fire_at"])) for r in rows]
+    claimed = [(str(r["id"]), int(r["link_no"]), as_utc(r["fire_at"])) for r in rows]
     await send_links(claimed)
     PUMP_BACKLOG.set(len(claimed))
     count_links_sent("pump", len(claimed))

@@ -3,15 +3,14 @@ enter the horizon, and resend lost links (the rule of services/pump.py, on insta
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import cache
-from typing import Any
 
 from models import InstanceStatus
 from observability.metrics import count_links_sent, count_reminder
-from services.db import connection, db_now, is_sqlite, write_transaction
+from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.messaging import send
-from services.pump import PumpSettings, lost_link_condition
+from services.pump import PumpSettings, timer_statements
 from services.reminders import reminder_message
 
 _REMINDER_PUMP_LOCK_KEY = 7_311_003
@@ -26,48 +25,14 @@ WHERE fire_at IS NOT NULL AND fire_at <= {horizon} AND EXISTS (
 )
 """
 
-_LIVE_SQL = """
-SELECT COUNT(*) AS n FROM instance_reminders
-WHERE fire_at IS NOT NULL AND link_for = fire_at AND NOT {lost}
-"""
-
-_CLAIM_SQL = """
-UPDATE instance_reminders SET link_no = link_no + 1, link_for = fire_at, linked_at = {now}
-WHERE id IN (
-    SELECT id FROM instance_reminders
-    WHERE fire_at IS NOT NULL AND fire_at <= {horizon}
-      AND (link_for IS NULL OR link_for <> fire_at OR ({resend} AND {lost}))
-    ORDER BY fire_at
-    LIMIT {limit}{skip_locked}
-)
-RETURNING id, link_no, fire_at
-"""
-
-
-def _instant(value: Any) -> datetime:
-    if isinstance(value, str):  # SQLite hands back the stored ISO text
-        value = datetime.fromisoformat(value)
-    assert isinstance(value, datetime)
-    return value.astimezone(UTC)
-
 
 @cache
 def _statements(sqlite: bool) -> tuple[str, str, str]:
     """(drop, live count, claim); parameters as services/pump.py's: now, overdue cutoff, overdue seconds,
     horizon, limit, resend overdue (the drop takes only the horizon, the count the first three)."""
     dialect = "sqlite" if sqlite else "postgres"
-    ph = [f"?{n}" if sqlite else f"${n}" for n in range(1, 7)]
-    lost = lost_link_condition(dialect, ph[0], ph[1], ph[2])
     drop = _DROP_SQL.format(horizon="?1" if sqlite else "$1", pending=InstanceStatus.PENDING.value)
-    live = _LIVE_SQL.format(lost=lost)
-    claim = _CLAIM_SQL.format(
-        now=ph[0],
-        horizon=ph[3],
-        lost=lost,
-        resend=ph[5] if sqlite else f"{ph[5]}::boolean",
-        limit=ph[4],
-        skip_locked="" if sqlite else " FOR UPDATE SKIP LOCKED",
-    )
+    live, claim = timer_statements(dialect, "instance_reminders")
     return drop, live, claim
 
 
@@ -100,6 +65,6 @@ async def claim_due_reminders(
         rows = await conn.execute_query_dict(
             claim_sql, [now, cutoff, overdue_s, horizon, budget, resend_overdue]
         )
-    await send([reminder_message(str(r["id"]), int(r["link_no"]), _instant(r["fire_at"])) for r in rows])
+    await send([reminder_message(str(r["id"]), int(r["link_no"]), as_utc(r["fire_at"])) for r in rows])
     count_links_sent("reminder", len(rows))
     return len(rows)

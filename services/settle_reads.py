@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import cache
 from typing import Any
 
 from models import InstanceStatus
-from services.db import connection, is_sqlite
+from services.db import as_utc, connection, is_sqlite
 from verification.recurrence import Schedule
 
 PENDING = InstanceStatus.PENDING.value
@@ -38,13 +38,6 @@ class LinkedRow:
 
     def change_due(self, now: datetime) -> bool:
         return self.change_due_at is not None and self.change_due_at <= now
-
-
-def as_utc(value: Any) -> datetime:
-    if isinstance(value, str):  # SQLite hands back the stored ISO text
-        value = datetime.fromisoformat(value)
-    assert isinstance(value, datetime)
-    return value.astimezone(UTC)
 
 
 def maybe_utc(value: Any) -> datetime | None:

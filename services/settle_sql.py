@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from models import EventType, InstanceStatus, TaskState
-from services.db import connection, is_sqlite
-from services.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, as_utc, schedule_from
+from services.db import as_utc, connection, is_sqlite
+from services.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, schedule_from
 from verification.recurrence import Schedule
 
 
