@@ -4,6 +4,7 @@ find out when all of them are gone and its port is free."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -11,6 +12,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -29,12 +32,14 @@ def dev_env(data_dir: Path, port: int) -> dict[str, str]:
     )
 
 
-def spawn_dev(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def spawn_dev(
+    data_dir: Path, port: int, log: Path, extra: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """`proofloop dev` in a session of its own, as from a terminal: its group is what a Ctrl-C reaches."""
     with open(log, "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "cli", "dev"],
-            env=dev_env(data_dir, port),
+            env={**dev_env(data_dir, port), **(extra or {})},
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -64,6 +69,20 @@ def start_dev(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     proc = spawn_dev(data_dir, port, log)
     wait_until_ready(proc, port, log)
     return proc
+
+
+@contextmanager
+def dev_running(data_dir: Path, extra: dict[str, str] | None = None) -> Iterator[str]:
+    """`proofloop dev` on its data dir with `extra` settings, ready; its URL. Stopped as by Ctrl-C after."""
+    port = free_port()
+    log = data_dir / "dev.log"
+    proc = spawn_dev(data_dir, port, log, extra)
+    try:
+        wait_until_ready(proc, port, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
 
 
 def processes_using(data_dir: Path) -> list[psutil.Process]:

@@ -3,49 +3,24 @@ an automated rejection overturned by a partner, one appeal per instance, and onT
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.api.test_appeals import REVIEW, appeal, event_types, refused, status_of
 from tests.api.test_proofs_gps import MUNICH, check_in
 from tests.chain_support import eventually
-from tests.dev_support import dev_env, wait_until_ready
-from tests.harness import ROOT, ApiClient, create_open_task, free_port, open_schedule, partner_pair
+from tests.dev_support import dev_running
+from tests.harness import ApiClient, create_open_task, open_schedule, partner_pair
 from tests.mailbox import Mailbox
 
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory, mailbox: Mailbox) -> Iterator[ApiClient]:
-    data_dir = tmp_path_factory.mktemp("embedded-appeals")
-    port = free_port()
-    log = data_dir / "dev.log"
     # mail goes to the run's SMTP server, so partners can verify their addresses as in production
-    env = {
-        **dev_env(data_dir, port),
-        "PROOFLOOP_SMTP_URL": mailbox.url,
-        "PROOFLOOP_PUBLIC_URL": "http://app.test",
-    }
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "dev"],
-            env=env,
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_until_ready(proc, port, Path(log))
-        yield ApiClient(f"http://127.0.0.1:{port}", mailbox)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
+    mail = {"PROOFLOOP_SMTP_URL": mailbox.url, "PROOFLOOP_PUBLIC_URL": "http://app.test"}
+    with dev_running(tmp_path_factory.mktemp("embedded-appeals"), mail) as url:
+        yield ApiClient(url, mailbox)
 
 
 async def test_an_upheld_appeal_on_sqlite(embedded: ApiClient) -> None:

@@ -5,12 +5,7 @@ A short link horizon makes the pump hand every reminder over, so its SQLite stat
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,35 +20,15 @@ from tests.api.reminder_support import (
     verify_signature,
 )
 from tests.api.test_live import live_feed
-from tests.dev_support import dev_env, wait_until_ready
-from tests.harness import ROOT, ApiClient, free_port
+from tests.dev_support import dev_running
+from tests.harness import ApiClient
 
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    data_dir = tmp_path_factory.mktemp("embedded-reminders")
-    port = free_port()
-    log = data_dir / "dev.log"
-    env = {
-        **dev_env(data_dir, port),
-        "PROOFLOOP_LINK_HORIZON_SECONDS": "2",
-        "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
-    }
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "dev"],
-            env=env,
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_until_ready(proc, port, Path(log))
-        yield SimpleNamespace(url=f"http://127.0.0.1:{port}")
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
+    extra = {"PROOFLOOP_LINK_HORIZON_SECONDS": "2", "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true"}
+    with dev_running(tmp_path_factory.mktemp("embedded-reminders"), extra) as url:
+        yield SimpleNamespace(url=url)
 
 
 async def test_reminders_reach_the_owners_feed_and_webhook_on_sqlite(embedded: Any) -> None:
