@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 import strawberry
@@ -9,7 +10,7 @@ from tortoise.expressions import Q
 from models import Task as TaskRow
 from models import TaskState as TaskStateRow
 from resolvers.permissions import IsAuthenticated
-from schema.context import Info
+from schema.context import Context, Info
 from schema.enums import TaskState
 from schema.inputs import CreateTaskInput, UpdateTaskInput
 from schema.types.instance import TaskInstance
@@ -18,9 +19,10 @@ from schema.types.task import Task, TaskConnection, TaskEdge
 from services import tasks
 from services.access import require_visible_task, visible_instance
 from services.chain import ChainTiming
-from services.errors import BadInput, NotFound
+from services.errors import BadInput, NotFound, ProofloopError
 from services.ids import is_uuid
 from services.schedules import recurrence_budget
+from services.task_drafts import TaskDraft
 from settings import Settings
 
 
@@ -102,17 +104,16 @@ class TaskQueries:
 class TaskMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def create_task(self, info: Info, input: CreateTaskInput) -> Task:
+        # a document of several createTask fields is done as one set: create_tasks_together
         settings = info.context.settings
-        row, planned = await tasks.create_task_planned(
+        created = await tasks.create_task_planned(
             await info.context.viewer(),
             input.to_draft(),
             min_interval_seconds=settings.min_interval_seconds,
             timing=chain_timing(settings),
             max_tasks=settings.max_tasks_per_user,
         )
-        # currentInstance is the one just planned: no read to find it again
-        info.context.loaders.open_instance.prime(str(row.id), planned)
-        return Task(row=row)
+        return _created_result(info.context, created)
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],
@@ -164,3 +165,34 @@ class TaskMutations:
     )
     async def cancel_pending_change(self, info: Info, task_id: strawberry.ID) -> Task:
         return Task(row=await tasks.cancel_pending_change(await info.context.viewer(), str(task_id)))
+
+
+async def create_tasks_together(
+    context: Context, arguments: list[dict[str, Any]]
+) -> tuple[list[Task], ProofloopError | None]:
+    """createTask for each field of a document whose fields are all createTask (schema/execution.py):
+    one transaction, the same results in the same order as one after another, and the refusal that
+    would have stopped the document (the fields after it are not created)."""
+    settings = context.settings
+    drafts: list[TaskDraft] = []
+    refusal: ProofloopError | None = None
+    for kwargs in arguments:
+        try:
+            drafts.append(kwargs["input"].to_draft())
+        except ProofloopError as exc:
+            refusal = exc
+            break
+    created, stopped = await tasks.create_tasks_planned(
+        await context.viewer(),
+        drafts,
+        min_interval_seconds=settings.min_interval_seconds,
+        timing=chain_timing(settings),
+        max_tasks=settings.max_tasks_per_user,
+    )
+    return [_created_result(context, c) for c in created], stopped if stopped is not None else refusal
+
+
+def _created_result(context: Context, created: tasks.CreatedTask) -> Task:
+    # currentInstance is the one just planned: no read to find it again
+    context.loaders.open_instance.prime(str(created.task.id), created.instance)
+    return Task(row=created.task)

@@ -30,10 +30,10 @@ from observability.metrics import observe_settlement
 from services.chain_links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain_links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain_links import LINK_BATCH as LINK_BATCH
+from services.chain_links import Link, send_links_after_commit
 from services.chain_links import batched_link_messages as batched_link_messages
 from services.chain_links import link_message as link_message
 from services.chain_links import send_links as send_links
-from services.chain_links import send_links_after_commit
 from services.chain_sql import read_instance_locking_task
 from services.db import write_transaction
 from services.events import record_event
@@ -132,13 +132,25 @@ async def plan_next_instance(
         task.state = TaskState.ENDED
         await task.save(update_fields=["state", "updated_at"])
         return None
+    instance = next_instance_row(task, due_at, now=now, timing=timing)
+    await task.save(update_fields=["last_seq", "updated_at"])
+    await instance.save()
+    await plan_reminders(instance, task, now=now, link_horizon_seconds=timing.link_horizon_seconds)
+    send_links_after_commit(links_of([instance]))
+    return instance
+
+
+def next_instance_row(task: Task, due_at: datetime, *, now: datetime, timing: ChainTiming) -> TaskInstance:
+    """The task's next PENDING instance, due at `due_at`, unsaved; moves task.last_seq on (unsaved too).
+
+    Its durable timer is its close; inside the link horizon it is linked now (link 1, sent by the caller
+    after commit: links_of), farther ones are the pump's to hand over."""
     opens_at, closes_at = window_of(task, due_at)
     fire_at = closes_at
     linked = (fire_at - now).total_seconds() <= timing.link_horizon_seconds
     task.last_seq += 1
-    await task.save(update_fields=["last_seq", "updated_at"])
-    instance = await TaskInstance.create(
-        task=task,
+    return TaskInstance(
+        task_id=task.id,  # the task may be unsaved yet: a set inserts its tasks and instances together
         seq=task.last_seq,
         chain_version=task.chain_version,
         opens_at=opens_at,
@@ -150,11 +162,11 @@ async def plan_next_instance(
         link_for=fire_at if linked else None,
         linked_at=now if linked else None,
     )
-    await plan_reminders(instance, task, now=now, link_horizon_seconds=timing.link_horizon_seconds)
-    if linked:
-        # inside the horizon the chain links itself; farther ones are the pump's to hand over
-        send_links_after_commit([(str(instance.id), 1, fire_at)])
-    return instance
+
+
+def links_of(instances: list[TaskInstance]) -> list[Link]:
+    """The first links of newly planned instances that next_instance_row linked."""
+    return [(str(i.id), i.link_no, i.link_for) for i in instances if i.link_for is not None]
 
 
 async def move_fire_at(

@@ -48,6 +48,10 @@ class Occurrence:
     due_at: datetime
 
 
+def occurrence_of(instance: TaskInstance) -> Occurrence:
+    return Occurrence(str(instance.id), instance.opens_at, instance.due_at)
+
+
 def offsets_of(task: Task) -> list[ReminderOffset]:
     return offsets_from(task.reminders)
 
@@ -111,9 +115,8 @@ async def plan_reminders(
 ) -> None:
     """The new instance's reminders, in the caller's transaction (one insert; none when the task has no
     offsets); those inside the horizon are linked after commit, like the chain's own links."""
-    occurrence = Occurrence(str(instance.id), instance.opens_at, instance.due_at)
     await plan_reminders_of(
-        [(occurrence, offsets_of(task))],
+        [(occurrence_of(instance), offsets_of(task))],
         now=now,
         link_horizon_seconds=link_horizon_seconds,
         not_before=not_before,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from models import (
@@ -14,10 +14,11 @@ from models import (
     VerificationMethod,
 )
 from services.access import is_active_partner
-from services.chain import ChainTiming, plan_next_instance
+from services.chain import ChainTiming, links_of, next_instance_row, plan_next_instance
+from services.chain_links import send_links_after_commit
 from services.commitment_horizon import horizon_of
 from services.db import connection, db_now, is_sqlite, write_transaction
-from services.errors import BadInput, Conflict, Forbidden, NotFound
+from services.errors import BadInput, Conflict, Forbidden, NotFound, ProofloopError
 from services.ids import parse_id
 from services.pending_changes import (
     DELETE,
@@ -28,7 +29,14 @@ from services.pending_changes import (
     schedule_touched_keys,
     split_rules,
 )
-from services.reminders import check_reminders, offsets_of, replan_open_reminders, stored
+from services.reminders import (
+    check_reminders,
+    occurrence_of,
+    offsets_of,
+    plan_reminders_of,
+    replan_open_reminders,
+    stored,
+)
 from services.schedule_edits import DAY, plan_schedule_edit
 from services.schedules import (
     DueTimes,
@@ -53,26 +61,97 @@ from verification.horizon import Lifecycle, lifecycle_waits
 from verification.recurrence import Schedule
 
 
+@dataclass(frozen=True)
+class CreatedTask:
+    task: Task
+    instance: TaskInstance | None  # its first instance; None when it ended at once (a one-off now past)
+
+
 async def create_task(
     owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
 ) -> Task:
-    task, _ = await create_task_planned(
+    created = await create_task_planned(
         owner, draft, min_interval_seconds=min_interval_seconds, timing=timing, max_tasks=max_tasks
     )
-    return task
+    return created.task
 
 
 async def create_task_planned(
     owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
-) -> tuple[Task, TaskInstance | None]:
-    """Create the task and plan its first instance in one transaction: (task, that instance or None)."""
+) -> CreatedTask:
+    """Create the task and plan its first instance in one transaction."""
+    created, refusal = await create_tasks_planned(
+        owner, [draft], min_interval_seconds=min_interval_seconds, timing=timing, max_tasks=max_tasks
+    )
+    if refusal is not None:
+        raise refusal
+    return created[0]
+
+
+async def create_tasks_planned(
+    owner: User, drafts: list[TaskDraft], *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
+) -> tuple[list[CreatedTask], ProofloopError | None]:
+    """Create `drafts` as if one after another, in one transaction: (those created, in order; the refusal
+    that stopped the rest, or None). Each draft is checked before the owner's lock, as a lone create's
+    would be, and the quota is counted in order: the first draft refused ends the list there."""
+    checked: list[_CheckedDraft] = []
+    refusal: ProofloopError | None = None
+    for draft in drafts:
+        try:
+            checked.append(
+                await _check_draft(
+                    owner,
+                    draft,
+                    min_interval_seconds=min_interval_seconds,
+                    timing=timing,
+                    max_tasks=max_tasks,
+                    ahead=len(checked),
+                )
+            )
+        except ProofloopError as exc:
+            refusal = exc
+            break
+    if not checked:
+        return [], refusal
+    async with write_transaction():
+        # serializes this owner's creates, so two at once cannot both pass the quota
+        await User.filter(id=owner.id).select_for_update().first()
+        count, now = await _task_count_and_now(owner)  # a statement after the lock: it sees their commits
+        room = max(0, max_tasks - count)
+        if room < len(checked):
+            checked, refusal = checked[:room], _over_quota(max_tasks)
+        created = await _insert_planned(owner, checked, now=now, timing=timing)
+    return created, refusal
+
+
+@dataclass(frozen=True)
+class _CheckedDraft:
+    """A draft every check before the lock has passed, with its first due times computed."""
+
+    draft: TaskDraft
+    title: str
+    description: str | None
+    partner: PartnerRuleDraft | None
+    due: DueTimes
+
+
+async def _check_draft(
+    owner: User,
+    draft: TaskDraft,
+    *,
+    min_interval_seconds: int,
+    timing: ChainTiming,
+    max_tasks: int,
+    ahead: int,
+) -> _CheckedDraft:
+    """`ahead`: the drafts of the same set checked before this one (counted against the quota)."""
     title = check_title(draft.title)
     description = check_description(draft.description)
     check_rules(draft)
     schedule = whole_seconds(draft.schedule)
     checked = known_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence)
     if checked is None:
-        await check_task_quota(owner, max_tasks)  # before the schedule's costlier validation
+        await check_task_quota(owner, max_tasks, ahead)  # before the schedule's costlier validation
         checked = await check_schedule(
             schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
         )
@@ -82,16 +161,23 @@ async def create_task_planned(
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
         partner = PartnerRuleDraft(DEFAULT_REVIEW_WINDOW_SECONDS, on_timeout=ReviewTimeoutPolicy.REJECT)
-    async with write_transaction():
-        # serializes this owner's creates, so two at once cannot both pass the quota
-        await User.filter(id=owner.id).select_for_update().first()
-        count, now = await _task_count_and_now(owner)  # a statement after the lock: it sees their commits
-        if count >= max_tasks:
-            raise _over_quota(max_tasks)
-        task = await Task.create(
+    return _CheckedDraft(draft, title, description, partner, due)
+
+
+async def _insert_planned(
+    owner: User, checked: list[_CheckedDraft], *, now: datetime, timing: ChainTiming
+) -> list[CreatedTask]:
+    """Inside the owner's locked transaction: the tasks and their first instances, one insert each (a
+    set costs the statements of one), their reminders, and their links after commit."""
+    created: list[CreatedTask] = []
+    for n, c in enumerate(checked):
+        draft = c.draft
+        # a microsecond apart: lists ordered by creation show a set in its document's order
+        created_at = now + timedelta(microseconds=n)
+        task = Task(
             owner=owner,
-            title=title,
-            description=description,
+            title=c.title,
+            description=c.description,
             method=draft.method,
             starts_at=draft.schedule.starts_at,
             rrule=draft.schedule.rrule,
@@ -104,19 +190,33 @@ async def create_task_planned(
             gps_radius_meters=draft.gps.radius_meters if draft.gps else None,
             gps_max_accuracy_meters=draft.gps.max_accuracy_meters if draft.gps else None,
             video_min_duration_seconds=draft.video_min_duration_seconds,
-            review_window_seconds=partner.review_window_seconds if partner else None,
-            review_on_timeout=partner.on_timeout if partner else None,
+            review_window_seconds=c.partner.review_window_seconds if c.partner else None,
+            review_on_timeout=c.partner.on_timeout if c.partner else None,
             reminders=stored(draft.reminders),
+            created_at=created_at,
+            updated_at=created_at,
         )
-        # a one-off whose time has passed plans nothing and ends at once
-        instance = await plan_next_instance(
-            task, after=before(task.starts_at), now=now, timing=timing, due=due
+        due_at = await next_due_after(task, max(before(task.starts_at), now), timing.recurrence, c.due)
+        if due_at is None:
+            task.state = TaskState.ENDED  # a one-off whose time has passed plans nothing and ends at once
+            created.append(CreatedTask(task, None))
+        else:
+            created.append(CreatedTask(task, next_instance_row(task, due_at, now=now, timing=timing)))
+    await Task.bulk_create([c.task for c in created])
+    planned = [c.instance for c in created if c.instance is not None]
+    if planned:
+        await TaskInstance.bulk_create(planned)
+        await plan_reminders_of(
+            [(occurrence_of(i), offsets_of(c.task)) for c in created if (i := c.instance) is not None],
+            now=now,
+            link_horizon_seconds=timing.link_horizon_seconds,
         )
-    return task, instance
+        send_links_after_commit(links_of(planned))
+    return created
 
 
-async def check_task_quota(owner: User, max_tasks: int) -> None:
-    if await Task.filter(owner_id=owner.id, deleted_at=None).count() >= max_tasks:
+async def check_task_quota(owner: User, max_tasks: int, ahead: int = 0) -> None:
+    if await Task.filter(owner_id=owner.id, deleted_at=None).count() + ahead >= max_tasks:
         raise _over_quota(max_tasks)
 
 

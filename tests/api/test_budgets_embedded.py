@@ -142,6 +142,28 @@ async def test_concurrent_creates_cannot_pass_the_task_quota_on_sqlite(sqlite_ap
     assert (await sqlite_api.execute("{ tasks { totalCount } }", token=token))["tasks"]["totalCount"] == 3
 
 
+async def test_sets_of_creates_cannot_pass_the_task_quota_on_sqlite(sqlite_api: ApiClient) -> None:
+    """Documents of several createTask fields, done as one set each, counted in order against the quota."""
+    token, _ = await sqlite_api.register()
+    schedule = schedule_input("FREQ=DAILY", "2030-01-01T07:00:00+00:00")
+    fields = " ".join(f"t{n}: createTask(input: $input) {{ id currentInstance {{ id }} }}" for n in range(2))
+    document = f"mutation($input: CreateTaskInput!) {{ {fields} }}"
+
+    async def create_set() -> list[str | None]:
+        try:
+            data = await sqlite_api.execute(document, {"input": schedule}, token=token)
+        except GraphQLFailure as failure:
+            assert failure.code == "CONFLICT"
+            return [str(failure.errors[0]["path"][0])]
+        assert all(data[f"t{n}"]["currentInstance"]["id"] for n in range(2))
+        return [None]
+
+    outcomes = await asyncio.gather(*(create_set() for _ in range(3)))
+    # 3 sets of 2 against a quota of 3: one set whole, one cut after its first field, one refused at once
+    assert sorted(o[0] or "" for o in outcomes) == ["", "t0", "t1"]
+    assert (await sqlite_api.execute("{ tasks { totalCount } }", token=token))["tasks"]["totalCount"] == 3
+
+
 async def test_a_subscription_flood_on_the_embedded_default(
     embedded: ServerProcess, sqlite_api: ApiClient
 ) -> None:
