@@ -3,7 +3,8 @@
 Idle: every ~120 ms this process creates a one-off task through the real path (services.tasks.create_task)
 with one reminder "at open", its window opening 1 s later (due in a minute), so the chain links the
 reminder itself after commit. Burst: 500 such tasks whose windows all open at the same instant, 12 s
-after the first is created. One worker (1 process x 8 threads) fires them.
+after the first is created. One worker (1 process x 8 threads) fires them. Worker CPU per reminder (every
+process of the worker, over each phase) is robust to the machine's load, unlike lateness.
 
 Run: .venv/bin/python -m bench.reminder_precision
 """
@@ -20,6 +21,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import asyncpg
+import psutil
 
 from bench.chain_support import (
     BenchEnv,
@@ -83,6 +85,19 @@ async def _wait_fired(db: asyncpg.Connection, batch: str, until: float) -> tuple
         await asyncio.sleep(0.5)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU (user + system) of the worker: its process and every child (the Dramatiq worker processes)."""
+    root = psutil.Process(pid)
+    total = 0.0
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
 async def scenario(env: BenchEnv) -> None:
     from models import User
 
@@ -93,16 +108,19 @@ async def scenario(env: BenchEnv) -> None:
     try:
         owner = await User.get(id=await bench_user(db))
         say(f"idle: {IDLE} tasks, one every {EVERY_S * 1000:.0f} ms, each reminder 1 s later")
+        cpu = _cpu_seconds(worker.proc.pid)
         for i in range(IDLE):
             started = time.monotonic()
             await _create(owner, f"idle-{i}", datetime.now(UTC) + timedelta(seconds=1))
             await asyncio.sleep(max(0.0, EVERY_S - (time.monotonic() - started)))
         total, fired, links, late = await _wait_fired(db, "idle", time.monotonic() + 20)
         idle = Lateness.of(late)
+        idle_cpu, cpu = _cpu_seconds(worker.proc.pid) - cpu, _cpu_seconds(worker.proc.pid)
         rows += [
             Row(f"idle, p50 ({fired}/{total} fired)", f"{idle.p50:.0f} ms", "-", "-", None),
             Row("idle, p99 / max", f"{idle.p99:.0f} / {idle.max:.0f} ms", "-", "-", None),
             Row("idle, links per reminder", f"{links / max(1, total):.2f}", "-", "-", None),
+            Row("idle, worker CPU per reminder", f"{idle_cpu * 1000 / max(1, fired):.1f} ms", "-", "-", None),
         ]
         opens_at = (datetime.now(UTC) + timedelta(seconds=BURST_OPENS_IN_S)).replace(microsecond=0)
         say(f"burst: {BURST} tasks whose reminders all fire at {opens_at:%H:%M:%S}")
@@ -112,10 +130,14 @@ async def scenario(env: BenchEnv) -> None:
         say(f"burst: created in {time.monotonic() - created:.1f} s")
         total, fired, links, late = await _wait_fired(db, "burst", time.monotonic() + BURST_OPENS_IN_S + 60)
         burst = Lateness.of(late)
+        burst_cpu = _cpu_seconds(worker.proc.pid) - cpu
         rows += [
             Row(f"burst of {BURST}, p50 ({fired}/{total} fired)", f"{burst.p50:.0f} ms", "-", "-", None),
             Row("burst, p99 / max", f"{burst.p99:.0f} / {burst.max:.0f} ms", "-", "-", None),
             Row("burst, links per reminder", f"{links / max(1, total):.2f}", "-", "-", None),
+            Row(
+                "burst, worker CPU per reminder", f"{burst_cpu * 1000 / max(1, fired):.1f} ms", "-", "-", None
+            ),
         ]
     finally:
         await close_orm()

@@ -13,21 +13,19 @@ from datetime import UTC, datetime
 
 from observability.metrics import count_links_sent
 from services.db import on_commit
+from services.link_batches import LINK_BATCH as LINK_BATCH
+from services.link_batches import Link as Link
+from services.link_batches import batched_messages
 from services.messaging import Outgoing, send
 
 log = logging.getLogger("proofloop.chain")
 
 FIRE_ACTOR = "chain.fire"
 FIRE_BATCH_ACTOR = "chain.fire_batch"
-# Links due at the same instant travel together, up to this many a message: a burst then costs one
-# Dramatiq delivery per batch instead of one per instance.
-LINK_BATCH = 200
 # How long a committed link may wait for others to share its message, and how near its fire_at must
 # be for it to leave at once instead (the worker needs it in Redis before then).
 GATHER_SECONDS = 1.0
 SEND_AT_ONCE_WITHIN_SECONDS = 5.0
-
-Link = tuple[str, int, datetime]  # (instance id, link number, fire_at)
 
 
 def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
@@ -36,18 +34,7 @@ def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
 
 def batched_link_messages(rows: list[Link]) -> list[Outgoing]:
     """One message per link, except that links with the same fire_at share messages of LINK_BATCH."""
-    by_fire_at: dict[datetime, list[tuple[str, int]]] = {}
-    for instance_id, link_no, fire_at in rows:
-        by_fire_at.setdefault(fire_at, []).append((instance_id, link_no))
-    messages: list[Outgoing] = []
-    for fire_at, links in by_fire_at.items():
-        if len(links) == 1:
-            messages.append(link_message(links[0][0], links[0][1], fire_at))
-            continue
-        for start in range(0, len(links), LINK_BATCH):
-            batch = [[instance_id, link_no] for instance_id, link_no in links[start : start + LINK_BATCH]]
-            messages.append(Outgoing(FIRE_BATCH_ACTOR, (batch,), eta=fire_at))
-    return messages
+    return batched_messages(rows, one=FIRE_ACTOR, many=FIRE_BATCH_ACTOR, per_message=LINK_BATCH)
 
 
 async def send_links(rows: list[Link]) -> None:

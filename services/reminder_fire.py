@@ -30,17 +30,22 @@ class ReminderOutcome(StrEnum):
     NOTHING_OWED = "nothing_owed"
 
 
+# The reminder's instance still owes its occurrence: PENDING, its task ACTIVE, not deleted, same chain.
+INSTANCE_OPEN = (
+    "EXISTS (SELECT 1 FROM task_instances i JOIN tasks t ON t.id = i.task_id"
+    " WHERE i.id = instance_reminders.instance_id"
+    f" AND i.status = '{InstanceStatus.PENDING.value}' AND t.state = '{TaskState.ACTIVE.value}'"
+    " AND t.deleted_at IS NULL AND t.chain_version = i.chain_version)"
+)
+
+
 @cache
 def _fire_sql(sqlite: bool) -> str:
     now, key = ("?1", "?2") if sqlite else ("$1", "$2")
     return (
         f"UPDATE instance_reminders SET fire_at = NULL, link_for = NULL, fired_at = {now}"
-        f" WHERE id = {key} AND fire_at IS NOT NULL AND fire_at <= {now} AND EXISTS ("
-        " SELECT 1 FROM task_instances i JOIN tasks t ON t.id = i.task_id"
-        " WHERE i.id = instance_reminders.instance_id"
-        f" AND i.status = '{InstanceStatus.PENDING.value}' AND t.state = '{TaskState.ACTIVE.value}'"
-        " AND t.deleted_at IS NULL AND t.chain_version = i.chain_version"
-        ") RETURNING instance_id"
+        f" WHERE id = {key} AND fire_at IS NOT NULL AND fire_at <= {now} AND {INSTANCE_OPEN}"
+        " RETURNING instance_id"
     )
 
 

@@ -11,7 +11,7 @@ from observability.metrics import count_links_sent, count_reminder
 from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.messaging import send
 from services.pump import PumpSettings, timer_statements
-from services.reminders import reminder_message
+from services.reminders import reminder_messages
 
 _REMINDER_PUMP_LOCK_KEY = 7_311_003
 
@@ -65,6 +65,6 @@ async def claim_due_reminders(
         rows = await conn.execute_query_dict(
             claim_sql, [now, cutoff, overdue_s, horizon, budget, resend_overdue]
         )
-    await send([reminder_message(str(r["id"]), int(r["link_no"]), as_utc(r["fire_at"])) for r in rows])
+    await send(reminder_messages([(str(r["id"]), int(r["link_no"]), as_utc(r["fire_at"])) for r in rows]))
     count_links_sent("reminder", len(rows))
     return len(rows)

@@ -15,10 +15,12 @@ from datetime import datetime, timedelta
 from models import InstanceReminder, InstanceStatus, ReminderAnchor, Task, TaskInstance
 from observability.metrics import count_links_sent
 from services.errors import BadInput
+from services.link_batches import Link, batched_messages
 from services.messaging import Outgoing, send_after_commit
 from verification.recurrence import RecurrenceBudget, Schedule, ScheduleError, smallest_gap_seconds
 
 FIRE_ACTOR = "reminders.fire"
+FIRE_BATCH_ACTOR = "reminders.fire_batch"  # reminders due at the same instant, one message
 MAX_REMINDERS_PER_TASK = 5
 # a one-off task has no next occurrence to bound its offsets: a week before is as early as they go
 MAX_OFFSET_SECONDS = 7 * 24 * 3600
@@ -105,6 +107,11 @@ def reminder_message(reminder_id: str, link_no: int, fire_at: datetime) -> Outgo
     return Outgoing(FIRE_ACTOR, (reminder_id, link_no), eta=fire_at)
 
 
+def reminder_messages(links: list[Link]) -> list[Outgoing]:
+    """The links' messages: those due at the same instant share reminders.fire_batch messages."""
+    return batched_messages(links, one=FIRE_ACTOR, many=FIRE_BATCH_ACTOR)
+
+
 async def plan_reminders(
     instance: TaskInstance,
     task: Task,
@@ -138,10 +145,11 @@ async def plan_reminders_of(
     if not rows:
         return
     await InstanceReminder.bulk_create(rows)
-    for row in rows:
-        if row.link_for is not None:
-            send_after_commit(reminder_message(str(row.id), 1, row.remind_at))
-            count_links_sent("reminder")
+    links = [(str(row.id), 1, row.remind_at) for row in rows if row.link_for is not None]
+    for message in reminder_messages(links):
+        send_after_commit(message)
+    if links:
+        count_links_sent("reminder", len(links))
 
 
 def _reminder_rows(

@@ -97,28 +97,67 @@ def _iso(at: datetime) -> str:
     return at.astimezone(UTC).isoformat()
 
 
+@dataclass(frozen=True)
+class FiredReminder:
+    """A reminder that fired, as its webhook payload tells it."""
+
+    reminder_id: str
+    owner_id: str
+    task_id: str
+    title: str
+    instance_id: str
+    opens_at: datetime
+    due_at: datetime
+    closes_at: datetime
+
+
 async def queue_reminder_webhooks(
     task: Task, instance: TaskInstance, reminder_id: str, now: datetime
 ) -> None:
     """Inside the reminder's transaction: one delivery per webhook of the owner, sent after commit."""
-    hook_ids = await Webhook.filter(owner_id=task.owner_id).values_list("id", flat=True)
-    if not hook_ids:
+    fired = FiredReminder(
+        reminder_id=reminder_id,
+        owner_id=str(task.owner_id),
+        task_id=str(task.id),
+        title=task.title,
+        instance_id=str(instance.id),
+        opens_at=instance.opens_at,
+        due_at=instance.due_at,
+        closes_at=instance.closes_at,
+    )
+    await queue_webhooks_of([fired], now)
+
+
+async def queue_webhooks_of(fired: list[FiredReminder], now: datetime) -> None:
+    """queue_reminder_webhooks for many fired reminders: one read of their owners' webhooks."""
+    owners = {f.owner_id for f in fired}
+    if not owners:
         return
+    hooks: dict[str, list[str]] = {}
+    for owner_id, hook_id in await Webhook.filter(owner_id__in=owners).values_list("owner_id", "id"):
+        hooks.setdefault(str(owner_id), []).append(str(hook_id))
+    for reminder in fired:
+        if reminder.owner_id not in hooks:
+            continue
+        body = _reminder_body(reminder, now)
+        for hook_id in hooks[reminder.owner_id]:
+            send_after_commit(delivery_message(hook_id, body, reminder.reminder_id, attempt=1))
+
+
+def _reminder_body(reminder: FiredReminder, now: datetime) -> str:
     payload = {
         "type": "DUE_SOON",
-        "deliveryId": reminder_id,
+        "deliveryId": reminder.reminder_id,
         "occurredAt": _iso(now),
-        "task": {"id": str(task.id), "title": task.title},
+        "task": {"id": reminder.task_id, "title": reminder.title},
         "instance": {
-            "id": str(instance.id),
-            "opensAt": _iso(instance.opens_at),
-            "dueAt": _iso(instance.due_at),
-            "closesAt": _iso(instance.closes_at),
+            "id": reminder.instance_id,
+            "opensAt": _iso(reminder.opens_at),
+            "dueAt": _iso(reminder.due_at),
+            "closesAt": _iso(reminder.closes_at),
         },
     }
-    body = json.dumps(payload, separators=(",", ":"))
-    for hook_id in hook_ids:
-        send_after_commit(delivery_message(str(hook_id), body, reminder_id, attempt=1))
+    return json.dumps(payload, separators=(",", ":"))
 
 
 def delivery_message(
