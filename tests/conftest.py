@@ -16,7 +16,17 @@ import redis
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database
 from tests.mailbox import Mailbox
 
-REDIS_URL = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+def _redis_url() -> str:
+    """PROOFLOOP_TEST_REDIS_URL's database for a serial run; under pytest-xdist (`make test` runs two
+    processes) worker gwN takes the database N above it, so each process's workers see only its links."""
+    url = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    base, _, db = url.rpartition("/")
+    return f"{base}/{int(db or 0) + int(worker.removeprefix('gw'))}"
+
+
+REDIS_URL = _redis_url()
 
 
 @pytest.fixture(scope="session")

@@ -106,6 +106,8 @@ async def test_out_of_range_coordinates_are_bad_input(
         (10.0, (datetime.now(UTC) + timedelta(hours=1)).isoformat(), "recordedAt"),
         (10.0, "2026-01-01T10:00:00", "recordedAt"),  # no offset
     ],
+    # ids that do not hold the clock, so every xdist process collects the same test names
+    ids=["zero-accuracy", "negative-accuracy", "recorded-an-hour-ahead", "recorded-without-offset"],
 )
 async def test_bad_accuracy_and_recorded_at_are_bad_input(
     api: ApiClient, accuracy: float, recorded_at: str | None, field: str

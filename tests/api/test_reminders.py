@@ -147,9 +147,10 @@ async def test_no_reminder_for_an_instance_paused_or_rescheduled_away(api: ApiCl
             "query($id: ID!) { task(id: $id) { currentInstance { id } } }", {"id": moved["id"]}, token=token
         )
     )["task"]["currentInstance"]
-    # a sentinel whose reminder comes after every canceled one's time, plus the pump's heal delay
+    # a sentinel whose reminder comes after every canceled one's time, plus the pump's heal delay (18 s from
+    # now), 2 s before its own deadline: a reminder at the deadline itself races the MISSED that drops it
     sentinel = await create_task(
-        api, token, one_off(window=2, starts_in=16), [{"before": "DUE", "offsetSeconds": 0}], title="Sentinel"
+        api, token, one_off(window=4, starts_in=16), [{"before": "DUE", "offsetSeconds": 2}], title="Sentinel"
     )
     await wait_for_events(api, token, sentinel["id"], "DUE_SOON", 1)
 

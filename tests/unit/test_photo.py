@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from tests import media_factory as mf
+from tests.harness import long_form
 from verification.errors import InvalidInput
 from verification.photo import (
     REUSE_THRESHOLD,
@@ -21,7 +22,9 @@ BERLIN = "Europe/Berlin"
 
 
 def test_copies_match_and_different_photos_do_not_at_reuse_threshold() -> None:
-    tuning = mf.reuse_tuning_set(40)
+    # every edit and hostile copy of each photo, and every ordered pair of photos; the long form's 40 photos
+    # (PROOFLOOP_TEST_LONG=1) are also bench/photo_reuse_threshold.py's tuning set, with its histograms
+    tuning = mf.reuse_tuning_set(long_form(12, 40))
     originals = [inspect_photo(o, owner_timezone="UTC") for o, _ in tuning]
     for (original, edits), kept in zip(tuning, originals, strict=True):
         copies = [*edits, *mf.hostile_copies(original).values()]  # incl. mirror, 90/180/270, 20 % crop
