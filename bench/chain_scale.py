@@ -51,7 +51,7 @@ from bench.chain_support import (
     run_main,
     say,
     wait_batch_linked,
-    wait_batch_settled,
+    wait_due_settled,
     wait_raw_async,
     whole_second,
 )
@@ -144,9 +144,9 @@ async def proofloop_burst(env: BenchEnv, count: int, processes: int) -> Burst:
         remaining = (fire_at - await db_now(db)).total_seconds()
         await asyncio.sleep(max(0.0, remaining - CPU_WINDOW_LEAD_S))
         before = cpu_seconds(worker.pid, database, port)
-        state = await wait_batch_settled(db, batch, time.monotonic() + CPU_WINDOW_LEAD_S + WAIT_S)
+        await wait_due_settled(db, fire_at, time.monotonic() + CPU_WINDOW_LEAD_S + WAIT_S)
         after = cpu_seconds(worker.pid, database, port)
-        checked = await batch_state(db, batch, with_events=True)
+        state = await batch_state(db, batch, with_events=True)
         say(f"{batch}: {state.settled}/{state.total} settled, last {state.last_ms:.0f} ms after due")
         return Burst(
             f"{count:,} due at one instant",
@@ -155,7 +155,7 @@ async def proofloop_burst(env: BenchEnv, count: int, processes: int) -> Burst:
             state.settled,
             Lateness.of(state.late_ms),
             state.links_sent,
-            checked.twice,
+            state.twice,
             {role: after[role] - before[role] for role in after},
         )
     finally:

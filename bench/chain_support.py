@@ -515,6 +515,19 @@ async def wait_batch_settled(
         await asyncio.sleep(poll)
 
 
+async def wait_due_settled(
+    db: asyncpg.Connection, fire_at: datetime, until: float, poll: float = 0.25
+) -> None:
+    """Poll until no row still owes work at `fire_at` (a burst's instant) or the deadline `until` passes.
+
+    One count on the fire_at index, over the rows still owed only: the machine's cores are the workers'
+    and the database's during a burst, not the poller's (batch_state reads the whole batch each time)."""
+    while await db.fetchval("SELECT COUNT(*) FROM task_instances WHERE fire_at = $1", fire_at):
+        if time.monotonic() >= until:
+            return
+        await asyncio.sleep(poll)
+
+
 async def wait_batch_linked(db: asyncpg.Connection, batch: str, count: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

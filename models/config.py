@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 from tortoise.backends.base.config_generator import expand_db_url
 
 from settings import Settings, get_settings
@@ -26,6 +27,16 @@ def _sqlite(connection: dict[str, Any]) -> None:
     connection["credentials"].setdefault("synchronous", "NORMAL")
 
 
+# The array types the set-based statements bind (services/settle_sql.py, settle_reads.py). asyncpg learns
+# each one per connection by a catalog query the first time a statement binds it; a new connection learns
+# them all in one query, instead of one query per statement during the burst that opened it.
+_ARRAY_TYPES = "SELECT $1::uuid[], $2::timestamptz[], $3::int4[], $4::bool[]"
+
+
+async def learn_array_types(connection: asyncpg.Connection) -> None:
+    await connection.prepare(_ARRAY_TYPES)
+
+
 def tortoise_config(settings: Settings) -> dict[str, Any]:
     url = settings.resolved_database_url
     if settings.is_sqlite:
@@ -37,6 +48,7 @@ def tortoise_config(settings: Settings) -> dict[str, Any]:
         credentials = connection["credentials"]
         credentials.setdefault("minsize", 1)
         credentials.setdefault("maxsize", 10)
+        credentials.setdefault("init", learn_array_types)
         # client-side bounds (asyncpg): a paused or unreachable server fails a call instead of hanging it
         credentials.setdefault("timeout", settings.database_connect_timeout_seconds)
         if settings.database_statement_timeout_seconds > 0:

@@ -18,7 +18,7 @@ from datetime import datetime
 from uuid import uuid4
 
 from models import InstanceStatus
-from observability.metrics import observe_settlement
+from observability.metrics import observe_settlements
 from services.chain import OPEN_STATUSES, ChainTiming, FireOutcome, fire
 from services.chain_links import send_links_after_commit
 from services.db import db_now, on_commit, write_transaction
@@ -53,11 +53,14 @@ async def settle_chunk(
     busy: set[str] | None = None,
     more_due: Callable[[list[datetime]], None] | None = None,
     reading: asyncio.Lock | None = None,
+    with_linked: bool = True,
 ) -> Chunk:
     """Settle the due PENDING rows the links name, and up to SETTLE_CHUNK rows due in the same whole
     seconds (and in `seconds`), in one transaction. `busy`: rows another chunk of this process is
     settling (left to it), to which this chunk adds its own while it runs; `more_due` hears at once
-    of seconds with more due rows than this chunk takes, so another chunk may start on them."""
+    of seconds with more due rows than this chunk takes, so another chunk may start on them. Without
+    `with_linked` (another process settles these seconds too) it gathers only rows no link was sent for:
+    the others are left to the process each one's message reaches, so processes do not read each other's."""
     busy = set() if busy is None else busy
     reading = asyncio.Lock() if reading is None else reading
     link_no = dict(links)
@@ -67,7 +70,9 @@ async def settle_chunk(
         due = [r for r in named if _due(r, now) and r.instance_id not in busy]
         chunk = Chunk(leftover=[(r.instance_id, link_no[r.instance_id]) for r in named if _row_path(r, now)])
         wanted = sorted({whole_second(r.fire_at) for r in due if r.fire_at} | set(seconds))
-        gathered = await read_due_in_seconds(wanted, now, SETTLE_CHUNK, busy) if wanted else []
+        gathered = []
+        if wanted:
+            gathered = await read_due_in_seconds(wanted, now, SETTLE_CHUNK, busy, with_linked=with_linked)
         rows = list(
             {
                 r.instance_id: r
@@ -122,8 +127,7 @@ async def _settle_rows(rows: list[LinkedRow], timing: ChainTiming) -> set[str]:
             on_commit(announce_committed_events)
         send_links_after_commit([(p.instance_id, 1, p.closes_at) for p in planned if p.linked])
     fire_at = {r.instance_id: r.fire_at for r in rows}
-    for row in claimed:
-        observe_settlement(row.status.value, fire_at.get(row.instance_id), now)
+    observe_settlements([(c.status.value, fire_at.get(c.instance_id)) for c in claimed], now)
     if claimed:
         log.info(
             "settled %d instances as a set: %d MISSED, %d stale CANCELED; planned %d, ended %d tasks",
@@ -205,13 +209,18 @@ async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[FireO
 
 class _Gatherer:
     """Per event loop: up to CHUNKS_IN_FLIGHT chunks on disjoint rows, each taking every link delivered
-    while the others ran (one chunk's statements run while another's Python does)."""
+    while the others ran (one chunk's statements run while another's Python does).
+
+    Chunks gather every due row of their seconds until one finds most of its rows taken by another
+    process; from then until this burst is over (nothing waiting or running), they gather only rows no
+    link was sent for, so two processes split a herd by its messages instead of reading it twice."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: list[Waiter] = []
         self._draining: list[datetime] = []
         self._busy: set[str] = set()
+        self._shared = False  # another process settles the seconds of this burst too
         self._reading = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -220,7 +229,7 @@ class _Gatherer:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
             self._loop, self._waiting, self._draining, self._busy = loop, [], [], set()
-            self._wake, self._reading, self._task = asyncio.Event(), asyncio.Lock(), None
+            self._wake, self._reading, self._task, self._shared = asyncio.Event(), asyncio.Lock(), None, False
         waiter: asyncio.Future[list[LinkArgs]] = loop.create_future()
         self._waiting.append((links, waiter))
         self._wake.set()
@@ -241,6 +250,7 @@ class _Gatherer:
             done, _ = await asyncio.wait({*running, woken}, return_when=asyncio.FIRST_COMPLETED)
             woken.cancel()
             running -= done
+        self._shared = False  # the burst is over: the next one starts gathering everything again
 
     async def _chunk(
         self, batch: list[Waiter], seconds: list[datetime], timing: ChainTiming, alone: bool
@@ -251,7 +261,9 @@ class _Gatherer:
             self._wake.set()
             return
         try:
-            chunk = await settle_chunk(links, seconds, timing, self._busy, self._more_due, self._reading)
+            chunk = await settle_chunk(
+                links, seconds, timing, self._busy, self._more_due, self._reading, not self._shared
+            )
         except Exception as exc:
             # the reads failed (the database is away), not a row: the messages fail, the pump resends
             for _, waiter in batch:
@@ -259,8 +271,8 @@ class _Gatherer:
                     waiter.set_exception(exc)
             self._wake.set()
             return
-        if chunk.contended:
-            self._draining = []
+        if chunk.contended:  # another process settles these seconds: leave it the rows its links name
+            self._draining, self._shared = [], True
         _hand_back(batch, chunk.leftover)
         self._wake.set()
 

@@ -8,8 +8,10 @@ The columns written here are chain.settlement's and plan_next_instance's, and ev
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from models import EventType, InstanceStatus, TaskState
 from services.db import as_utc, connection, is_sqlite
@@ -52,21 +54,30 @@ _LIVE = (
 _CLAIMED = "i.id, i.task_id, i.status, i.due_at, i.chain_version, " + TASK_COLUMNS
 
 # One statement: lock (skipping rows another transaction holds, instance or task) and settle each due
-# PENDING row by its own compare-and-set: MISSED when its chain is live, CANCELED when stale.
+# PENDING row by its own compare-and-set: MISSED when its chain is live, CANCELED when stale. Every row is
+# reached through its primary key (per-id lateral probes; the update through an array the planner cannot
+# size), so a batch costs the same on a table of thousands as of millions.
 _CLAIM_PG = f"""
 WITH due AS (
     SELECT i.id, ({_LIVE.format(instance="i")}) AS live
-    FROM task_instances i JOIN tasks t ON t.id = i.task_id
-    WHERE i.id = ANY($1::uuid[]) AND i.status = '{PENDING}' AND i.fire_at <= $2
-      AND {NO_CHANGE_DUE.format(now="$2")}
-    FOR UPDATE OF i, t SKIP LOCKED
+    FROM unnest($1::uuid[]) AS link(id)
+    CROSS JOIN LATERAL (
+        SELECT id, task_id, chain_version FROM task_instances
+        WHERE id = link.id AND status = '{PENDING}' AND fire_at <= $2
+        FOR UPDATE SKIP LOCKED
+    ) AS i
+    CROSS JOIN LATERAL (
+        SELECT * FROM tasks t WHERE t.id = i.task_id AND {NO_CHANGE_DUE.format(now="$2")}
+        FOR UPDATE SKIP LOCKED
+    ) AS t
 )
 UPDATE task_instances i
 SET status = CASE WHEN due.live THEN '{InstanceStatus.MISSED.value}'
                   ELSE '{InstanceStatus.CANCELED.value}' END,
     settled_at = $2, fire_at = NULL, link_for = NULL
 FROM due, tasks t
-WHERE i.id = due.id AND t.id = i.task_id AND i.status = '{PENDING}' AND i.fire_at <= $2
+WHERE i.id = ANY(ARRAY(SELECT id FROM due)) AND i.id = due.id AND t.id = i.task_id
+  AND i.status = '{PENDING}' AND i.fire_at <= $2
 RETURNING {_CLAIMED}
 """
 
@@ -91,13 +102,14 @@ _CLAIMED_SQLITE = (
 async def claim_and_settle(instance_ids: list[str], now: datetime) -> list[ClaimedRow]:
     """Inside a write transaction: settle those of `instance_ids` still PENDING and due by `now`."""
     conn = connection()
+    rows: Sequence[Any]
     if is_sqlite():
         settled = await conn.execute_query_dict(_CLAIM_SQLITE, [json.dumps(instance_ids), now])
         if not settled:
             return []
         rows = await conn.execute_query_dict(_CLAIMED_SQLITE, [json.dumps([str(r["id"]) for r in settled])])
     else:
-        rows = await conn.execute_query_dict(_CLAIM_PG, [instance_ids, now])
+        _, rows = await conn.execute_query(_CLAIM_PG, [instance_ids, now])  # records: no dict per row
     return [
         ClaimedRow(
             instance_id=str(r["id"]),
@@ -115,7 +127,8 @@ async def claim_and_settle(instance_ids: list[str], now: datetime) -> list[Claim
     ]
 
 
-# PostgreSQL: the events, the tasks' new last_seq or ENDED state, and the next instances in one statement.
+# PostgreSQL: the events, the tasks' new last_seq or ENDED state, and the next instances in one statement
+# (the tasks through their primary key, as in the claim: ARRAY(SELECT unnest(...)) hides the batch's size).
 _WRITE_PG = f"""
 WITH missed AS (
     INSERT INTO events (type, occurred_at, user_id, task_id, instance_id, task_title, instance_status, due_at)
@@ -123,10 +136,12 @@ WITH missed AS (
     FROM unnest($2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::timestamptz[]) AS x(u, t, i, title, d)
     RETURNING 1
 ), ended AS (
-    UPDATE tasks SET state = '{TaskState.ENDED.value}', updated_at = $1 WHERE id = ANY($7::uuid[])
+    UPDATE tasks SET state = '{TaskState.ENDED.value}', updated_at = $1
+    WHERE id = ANY(ARRAY(SELECT unnest($7::uuid[])))
     RETURNING 1
 ), advanced AS (
-    UPDATE tasks SET last_seq = last_seq + 1, updated_at = $1 WHERE id = ANY($8::uuid[])
+    UPDATE tasks SET last_seq = last_seq + 1, updated_at = $1
+    WHERE id = ANY(ARRAY(SELECT unnest($8::uuid[])))
     RETURNING 1
 ), planned AS (
     INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status,
@@ -162,7 +177,7 @@ async def write_settlements(
     the exhausted tasks, and the planned next instances with their tasks' last_seq moved on."""
     conn = connection()
     if not is_sqlite():
-        await conn.execute_query_dict(
+        await conn.execute_query(
             _WRITE_PG,
             [
                 now,
