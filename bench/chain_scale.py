@@ -8,8 +8,8 @@ per instance, and instances settled twice (must be 0). Raw Dramatiq: 5,000 no-op
 instant, with 1 and with 2 processes, same Redis, same worker settings.
 
 For 20,000 at one instant the outstanding-link budget (PROOFLOOP_MAX_OUTSTANDING_LINKS, 5,000 by default,
-sized for one process's prefetch of 8,000 messages) is raised to 20,000: the pump's links travel 50 a
-message, so 20,000 links are 400 messages, well inside two processes' prefetch.
+sized for one process's prefetch of 8,000 messages) is raised to 20,000: the pump's links travel 200 to a
+message (LINK_BATCH), so 20,000 links are 100 messages, well inside two processes' prefetch.
 
 Targets (issue 15): 5,000 within 1.0 s on one process and >= 4x raw; 20,000 with 2 processes within 4 s.
 The machine has 2 cores shared with PostgreSQL, Redis and everything else: a second process can only help
