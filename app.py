@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -35,6 +34,7 @@ from storage.blobs import BlobStore
 from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, readyz
+from web.heap import freeze_start_up, frozen_subscriptions
 from web.media import media_endpoint
 from web.metrics import metrics
 from web.origins import allowed_headers, allowed_origins
@@ -101,12 +101,15 @@ def create_app(settings: Settings | None = None) -> Starlette:
             decode_gate=DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue),
         )
         sweep = start_media_sweep(settings)
+        heap: AbstractAsyncContextManager[None] = nullcontext()
         if settings.gc_freeze:
-            # start-up's objects (modules, schema, pools) live forever: full collections skip them
-            gc.collect()
-            gc.freeze()
+            freeze_start_up()  # full collections skip start-up's objects from now on
+            heap = frozen_subscriptions(
+                lambda: hub.registered_total, settings.gc_freeze_after_subscriptions, settings.gc_thaw_seconds
+            )
         try:
-            yield {"resources": resources}
+            async with heap:
+                yield {"resources": resources}
         finally:
             if sweep is not None:
                 sweep.cancel()

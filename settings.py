@@ -105,6 +105,9 @@ class Settings(BaseSettings):
     worker_metrics_port: int = 9191
 
     gc_freeze: bool = True  # API: move start-up's objects out of the collector's full passes
+    # API: freeze again once this many new subscriptions have settled (their state lives as long as they do)
+    gc_freeze_after_subscriptions: int = 500
+    gc_thaw_seconds: float = 600.0  # API: unfreeze and collect fully this often (ended subscriptions' cycles)
     count_statements: bool = False  # tests: each HTTP response says how many SQL statements it ran
 
     log_format: Literal["text", "json"] = "text"

@@ -45,6 +45,11 @@ OPEN_SUBSCRIPTIONS = Gauge(
     "verificationEvents subscriptions open in this API.",
     multiprocess_mode="livesum",
 )
+GC_FROZEN_OBJECTS = Gauge(
+    "proofloop_gc_frozen_objects",
+    "Objects the API froze out of the collector's full passes (start-up, then settled subscriptions).",
+    multiprocess_mode="livesum",
+)
 EVENTS_PUBLISHED = Counter(
     "proofloop_events_published_total",
     "Events given their position and announced to the live listeners.",

@@ -74,6 +74,7 @@ class Hub:
         self._closing: set[asyncio.Task[None]] = set()
         self._redis_up = True
         self.last_position = 0
+        self.registered_total = 0  # subscriptions registered since start (web/heap.py freezes after bursts)
 
     async def start(self) -> None:
         # history before start-up is replayed per subscription, never fanned out
@@ -105,6 +106,7 @@ class Hub:
             return False
         subscribers.add(subscriber)
         OPEN_SUBSCRIPTIONS.inc()
+        self.registered_total += 1
         return True
 
     def subscriptions_of(self, viewer_id: str) -> int:

@@ -153,3 +153,36 @@ async def test_open_subscriptions_are_counted(service_env: dict[str, str]) -> No
             return value(scrape(f"{server.url}/metrics"), "proofloop_open_subscriptions") == 0
 
         await eventually(released, timeout=10, what="the closed subscription released")
+
+
+async def test_settled_subscriptions_are_frozen_out_of_full_collections(service_env: dict[str, str]) -> None:
+    """web/heap.py: once a burst of subscriptions settles, the API freezes them (the gauge says how many
+    objects full collections now skip); without it, a full collection at 10,000 subscriptions stops the
+    loop for most of a second."""
+    env = {**service_env, "PROOFLOOP_GC_FREEZE_AFTER_SUBSCRIPTIONS": "5"}
+    with ServerProcess(env, port=free_port()) as server:
+        async with ApiClient(server.url) as client:
+            token, _ = await client.register()
+        start_up = value(scrape(f"{server.url}/metrics"), "proofloop_gc_frozen_objects")
+        assert start_up > 0  # start-up's objects, frozen once
+        url = server.url.replace("http://", "ws://") + "/graphql"
+        transport = WebsocketsTransport(url=url, init_payload={"Authorization": f"Bearer {token}"})
+        async with Client(transport=transport) as session:
+            feeds = [session.subscribe(gql("subscription { verificationEvents { id } }")) for _ in range(6)]
+            readers = [asyncio.create_task(anext(feed)) for feed in feeds]
+            try:
+
+                async def gauge(name: str) -> float:
+                    return value(await asyncio.to_thread(scrape, f"{server.url}/metrics"), name)
+
+                async def subscribed() -> bool:
+                    return await gauge("proofloop_open_subscriptions") == 6
+
+                async def frozen() -> bool:
+                    return await gauge("proofloop_gc_frozen_objects") > start_up
+
+                await eventually(subscribed, 20, "6 subscriptions registered")
+                await eventually(frozen, 10, "the settled subscriptions frozen")
+            finally:
+                for reader in readers:
+                    reader.cancel()
