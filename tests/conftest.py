@@ -17,16 +17,19 @@ from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, mi
 from tests.mailbox import Mailbox
 
 
-def _redis_url() -> str:
-    """PROOFLOOP_TEST_REDIS_URL's database for a serial run; under pytest-xdist (`make test` runs two
-    processes) worker gwN takes the database N above it, so each process's workers see only its links."""
+def _redis_urls() -> tuple[str, str]:
+    """(this process's database, its spare one). PROOFLOOP_TEST_REDIS_URL's database for a serial run;
+    under pytest-xdist (`make test` runs two processes) worker gwN takes the database N above it, so each
+    process's workers see only its links, and its spare database is N + 1 below it, one no process of
+    the run takes as its own (for a test that keeps its own worker apart from the run's)."""
     url = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     base, _, db = url.rpartition("/")
-    return f"{base}/{int(db or 0) + int(worker.removeprefix('gw'))}"
+    first = int(db or 0)
+    return f"{base}/{(first + index) % 16}", f"{base}/{(first - 1 - index) % 16}"
 
 
-REDIS_URL = _redis_url()
+REDIS_URL, SPARE_REDIS_URL = _redis_urls()
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +43,13 @@ def database_url() -> Iterator[str]:
 def redis_url() -> str:
     redis.Redis.from_url(REDIS_URL).flushdb()
     return REDIS_URL
+
+
+@pytest.fixture(scope="session")
+def spare_redis_url() -> str:
+    """A Redis database of this process that the run's own worker does not read."""
+    redis.Redis.from_url(SPARE_REDIS_URL).flushdb()
+    return SPARE_REDIS_URL
 
 
 @pytest.fixture(scope="session")

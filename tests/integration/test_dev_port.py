@@ -30,12 +30,13 @@ def test_dev_on_a_busy_port_fails_fast_and_starts_nothing(tmp_path: Path) -> Non
     assert list(tmp_path.iterdir()) == []  # no migrations, no embedded Redis, no worker
 
 
-def test_demo_follows_proofloop_port(service_env: dict[str, str], tmp_path: Path) -> None:
+def test_demo_follows_proofloop_port(
+    service_env: dict[str, str], spare_redis_url: str, tmp_path: Path
+) -> None:
     # the embedded default's mail: .eml files under the data dir, which the demo reads its tokens from;
-    # a Redis database of its own keeps the run's worker (and its SMTP mailbox) out of it
-    redis_url, _, db = service_env["PROOFLOOP_REDIS_URL"].rpartition("/")
+    # a Redis database no other worker reads keeps the run's workers (and their SMTP mailbox) out of it
     env = {k: v for k, v in service_env.items() if k != "PROOFLOOP_SMTP_URL"}
-    env |= {"PROOFLOOP_DATA_DIR": str(tmp_path), "PROOFLOOP_REDIS_URL": f"{redis_url}/{(int(db) + 1) % 16}"}
+    env |= {"PROOFLOOP_DATA_DIR": str(tmp_path), "PROOFLOOP_REDIS_URL": spare_redis_url}
     with ServerProcess(env, port=free_port()) as server, WorkerProcess(env):
         ran = subprocess.run(
             [sys.executable, "-m", "cli", "demo", "--duration", "1"],
