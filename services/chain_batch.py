@@ -25,6 +25,7 @@ from services.db import db_now, on_commit, write_transaction
 from services.events import announce_committed_events
 from services.reminders import Occurrence, offsets_from, plan_reminders_of
 from services.schedules import DueTimes, due_times_after, prefetch_many, window_around
+from services.set_gatherer import LinkArgs, Waiter, hand_back
 from services.settle_reads import LinkedRow, read_due_in_seconds, read_named, whole_second
 from services.settle_sql import ClaimedRow, PlannedRow, claim_and_settle, write_settlements
 from verification.recurrence import Schedule
@@ -34,7 +35,6 @@ log = logging.getLogger("proofloop.chain")
 # Rows settled per transaction: a burst costs a few transactions, and one holds its locks briefly.
 SETTLE_CHUNK = 1000
 CHUNKS_IN_FLIGHT = 2
-LinkArgs = tuple[str, int]  # (instance id, link number), as a chain.fire message carries them
 
 
 @dataclass
@@ -257,7 +257,7 @@ class _Gatherer:
     ) -> None:
         links = list(dict.fromkeys(link for named, _ in batch for link in named))
         if alone and len(links) == 1:  # the idle case: one link, nothing else due here; chain.fire's
-            _hand_back(batch, links)
+            hand_back(batch, links)
             self._wake.set()
             return
         try:
@@ -273,26 +273,12 @@ class _Gatherer:
             return
         if chunk.contended:  # another process settles these seconds: leave it the rows its links name
             self._draining, self._shared = [], True
-        _hand_back(batch, chunk.leftover)
+        hand_back(batch, chunk.leftover)
         self._wake.set()
 
     def _more_due(self, seconds: list[datetime]) -> None:
         self._draining = sorted(set(self._draining) | set(seconds))
         self._wake.set()
-
-
-Waiter = tuple[list[LinkArgs], asyncio.Future[list[LinkArgs]]]
-
-
-def _hand_back(batch: list[Waiter], leftover: list[LinkArgs]) -> None:
-    """Each waiter gets the leftovers it named; rows nobody named (gathered) go to the first waiter."""
-    remaining = dict(leftover)
-    shares = [[(i, remaining.pop(i)) for i, _ in named if i in remaining] for named, _ in batch]
-    if shares:
-        shares[0].extend(remaining.items())
-    for (_, waiter), share in zip(batch, shares, strict=True):
-        if not waiter.done():
-            waiter.set_result(share)
 
 
 _gatherer = _Gatherer()

@@ -78,10 +78,10 @@ class SetGatherer:
                     if not waiter.done():
                         waiter.set_exception(exc)
                 continue
-            _hand_back(batch, leftover)
+            hand_back(batch, leftover)
 
 
-def _hand_back(batch: list[Waiter], leftover: list[LinkArgs]) -> None:
+def hand_back(batch: list[Waiter], leftover: list[LinkArgs]) -> None:
     """Each waiter gets the leftovers it named; rows nobody named (gathered) go to the first waiter."""
     remaining = dict(leftover)
     shares = [[(i, remaining.pop(i)) for i, _ in named if i in remaining] for named, _ in batch]
