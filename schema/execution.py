@@ -79,14 +79,14 @@ class ProofloopExecutionContext(StrawberryGraphQLCoreExecutionContext):
         except ProofloopError:
             return {}
         strawberry_schema = self.schema._strawberry_schema  # type: ignore[attr-defined]
+        field_name = next(iter(grouped_field_set.values()))[0].node.name.value  # one field, by TOGETHER
+        field_def = parent_type.fields[field_name]
+        field = strawberry_schema.get_field_for_type(field_name, parent_type.name)
         names: list[str] = []
         arguments: list[dict[str, Any]] = []
         refusal: ProofloopError | None = None
         for response_name, details in grouped_field_set.items():
             first = details[0]
-            field_name = first.node.name.value
-            field_def = parent_type.fields[field_name]
-            field = strawberry_schema.get_field_for_type(field_name, parent_type.name)
             try:
                 raw = get_argument_values(
                     field_def,
