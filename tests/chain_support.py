@@ -10,7 +10,10 @@ from typing import Any
 
 import asyncpg
 
+from models import VerificationMethod
+from services.task_drafts import TaskDraft
 from tests.harness import ApiClient
+from verification.recurrence import Schedule
 
 CREATE = (
     "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id dueAt } } }"
@@ -67,3 +70,21 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float, what:
             return
         await asyncio.sleep(0.2)
     raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def photo_draft(
+    *, title: str = "Daily", rrule: str | None = "FREQ=DAILY", window_seconds: int = 3600
+) -> TaskDraft:
+    """A PHOTO task starting tomorrow (beyond any link horizon), for tests that create tasks in-process."""
+    return TaskDraft(
+        title=title,
+        description=None,
+        method=VerificationMethod.PHOTO,
+        schedule=Schedule(
+            starts_at=datetime.now(UTC) + timedelta(days=1),
+            rrule=rrule,
+            timezone="UTC",
+            window_seconds=window_seconds,
+            grace_seconds=0,
+        ),
+    )

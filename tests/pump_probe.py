@@ -11,35 +11,23 @@ import asyncio
 import json
 import sys
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from actors.broker import configure_broker
-from models import TaskInstance, User, VerificationMethod
+from models import TaskInstance, User
 from runtime import close_database, open_database
 from services.chain import ChainTiming
 from services.db import db_now
 from services.pump import PumpSettings, claim_due_links
-from services.task_drafts import TaskDraft
 from services.tasks import create_task
 from settings import Settings
-from verification.recurrence import Schedule
+from tests.chain_support import photo_draft
 
 PUMP = PumpSettings(link_horizon_seconds=300, link_overdue_seconds=2, max_outstanding_links=100)
 
 
 async def _instance(owner: User) -> TaskInstance:
-    draft = TaskDraft(
-        title="Probe",
-        description=None,
-        method=VerificationMethod.PHOTO,
-        schedule=Schedule(
-            starts_at=datetime.now(UTC) + timedelta(days=1),
-            rrule=None,
-            timezone="UTC",
-            window_seconds=60,
-            grace_seconds=0,
-        ),
-    )
+    draft = photo_draft(title="Probe", rrule=None, window_seconds=60)
     task = await create_task(owner, draft, min_interval_seconds=60, timing=ChainTiming(0), max_tasks=10)
     return await TaskInstance.get(task_id=task.id)
 

@@ -1,12 +1,16 @@
-"""Integration fixtures: the ORM in this process, and private databases for tests that crash workers."""
+"""Integration fixtures: the ORM and a plain connection in this process, the broker for sending links
+from it, and private databases for tests that crash workers."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+import asyncpg
+import dramatiq
 import pytest
 from tortoise import Tortoise
 
+from actors.broker import configure_broker
 from models.config import tortoise_config
 from settings import Settings
 from tests.chaos.private_services import PrivateRedis
@@ -21,6 +25,22 @@ async def orm(database_url: str) -> AsyncIterator[None]:
     )
     yield
     await Tortoise.close_connections()
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A plain connection to the run's database, for reading and arranging rows by SQL."""
+    conn = await asyncpg.connect(database_url)
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture
+def broker(redis_url: str) -> Iterator[None]:
+    """Dramatiq's broker in this process, on the run's Redis: links sent here reach the run's worker."""
+    configure_broker(redis_url)
+    yield None
+    dramatiq.get_broker().close()
 
 
 @pytest.fixture

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
 import asyncpg
 import dramatiq
-import pytest
 
 from actors.broker import configure_broker
 from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, batched_link_messages
 from services.messaging import Outgoing, send
 from tests.chain_support import create_short_task, eventually, instances_of, settle_events
 from tests.harness import ApiClient, WorkerProcess
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(database_url)
-    yield conn
-    await conn.close()
 
 
 async def test_two_second_chain_settles_instances_in_order(

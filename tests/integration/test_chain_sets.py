@@ -7,35 +7,18 @@ link, so the message each test sends is their only delivery until the pump finds
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import asyncpg
-import dramatiq
 import pytest
 
-from actors.broker import configure_broker
 from services.chain_links import FIRE_ACTOR, batched_link_messages
 from services.messaging import Outgoing, send
 from tests.chain_support import create_short_task, eventually, instances_of, settle_events
 from tests.harness import ApiClient, WorkerProcess
 
 EVENTS = "query($t: ID) { events(taskId: $t, first: 50) { id type instance { id } } }"
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(database_url)
-    yield conn
-    await conn.close()
-
-
-@pytest.fixture
-def broker(redis_url: str) -> Iterator[None]:
-    configure_broker(redis_url)
-    yield None
-    dramatiq.get_broker().close()
 
 
 async def _hourly_tasks(api: ApiClient, token: str, count: int) -> list[dict[str, Any]]:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from models import Event, EventType, InstanceStatus, Task, TaskInstance, User, VerificationMethod
+from models import Event, EventType, InstanceStatus, Task, TaskInstance, User
 from services.chain import ChainTiming, FireOutcome, fire
-from services.task_drafts import TaskDraft
 from services.tasks import create_task
-from verification.recurrence import Schedule
+from tests.chain_support import photo_draft
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)  # plan without sending: this test calls fire itself
 
@@ -28,18 +27,7 @@ class StatementCounter(logging.Handler):
 
 async def _user_with_tasks(count: int) -> Task:
     user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
-    draft = TaskDraft(
-        title="Daily",
-        description=None,
-        method=VerificationMethod.PHOTO,
-        schedule=Schedule(
-            starts_at=datetime.now(UTC) + timedelta(days=1),
-            rrule="FREQ=DAILY",
-            timezone="UTC",
-            window_seconds=3600,
-            grace_seconds=0,
-        ),
-    )
+    draft = photo_draft()
     tasks = [
         await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
         for _ in range(count)

@@ -9,35 +9,18 @@ overdue.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Any
 
 import asyncpg
-import dramatiq
 import pytest
 
-from actors.broker import configure_broker
 from services.messaging import Outgoing, send
 from services.reminders import FIRE_ACTOR, reminder_messages
 from tests.chain_support import create_short_task, eventually, instances_of
 from tests.harness import ApiClient, WorkerProcess
 
 Link = tuple[str, int, datetime]
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(database_url)
-    yield conn
-    await conn.close()
-
-
-@pytest.fixture
-def broker(redis_url: str) -> Iterator[None]:
-    configure_broker(redis_url)
-    yield None
-    dramatiq.get_broker().close()
 
 
 async def _tasks(api: ApiClient, token: str, count: int) -> list[dict[str, Any]]:

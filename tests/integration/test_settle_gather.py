@@ -8,30 +8,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from models import InstanceStatus, Task, TaskInstance, User, VerificationMethod
+from models import InstanceStatus, Task, TaskInstance, User
 from services.chain import ChainTiming
 from services.settle_reads import read_due_in_seconds
-from services.task_drafts import TaskDraft
 from services.tasks import create_task
-from verification.recurrence import Schedule
+from tests.chain_support import photo_draft
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)
 
 
 async def _pending_instances(count: int) -> list[TaskInstance]:
     user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
-    draft = TaskDraft(
-        title="Daily",
-        description=None,
-        method=VerificationMethod.PHOTO,
-        schedule=Schedule(
-            starts_at=datetime.now(UTC) + timedelta(days=1),
-            rrule="FREQ=DAILY",
-            timezone="UTC",
-            window_seconds=3600,
-            grace_seconds=0,
-        ),
-    )
+    draft = photo_draft()
     tasks: list[Task] = [
         await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
         for _ in range(count)
