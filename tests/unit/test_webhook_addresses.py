@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from services.name_lookups import NameLookups
 from services.public_addresses import is_public_address
-from services.webhook_addresses import DENIED_PORTS, RefusedAddress, parse_target
+from services.webhook_addresses import DENIED_PORTS, RefusedAddress, parse_target, resolve_checked
 
 
 @pytest.mark.parametrize(
@@ -16,6 +17,8 @@ from services.webhook_addresses import DENIED_PORTS, RefusedAddress, parse_targe
         "93.184.215.14",
         "2606:4700:4700::1111",
         "2a00:1450:4001:80b::200e",
+        "2001:4860:4860::8888",  # just past the IETF block 2001::/23
+        "2001:200::1",
         "::ffff:8.8.8.8",  # IPv4-mapped, of a public IPv4
         "64:ff9b::808:808",  # NAT64 of 8.8.8.8
         "2002:808:808::1",  # 6to4 of 8.8.8.8
@@ -185,3 +188,18 @@ def test_http_is_for_local_receivers_under_the_dev_allowance_only() -> None:
     for url in ("http://example.com/", "http://10.0.0.1/", "http://127.0.0.2/", "http://[::ffff:7f00:1]/"):
         with pytest.raises(RefusedAddress, match="https"):
             parse_target(url, allow_insecure=True)
+
+
+async def test_a_name_is_checked_on_every_address_it_resolves_to() -> None:
+    lookups = NameLookups(threads=1, waiting=0)
+    try:
+        local = parse_target("https://localhost:8443/", allow_insecure=True)
+        with pytest.raises(RefusedAddress, match="private"):
+            await resolve_checked(local, lookups, allow_insecure=False, within_seconds=5)
+        address = await resolve_checked(local, lookups, allow_insecure=True, within_seconds=5)
+        assert address in {"127.0.0.1", "::1"}
+        unknown = parse_target("https://no-such-host.invalid/", allow_insecure=False)
+        with pytest.raises(RefusedAddress, match="resolve"):
+            await resolve_checked(unknown, lookups, allow_insecure=False, within_seconds=5)
+    finally:
+        lookups.close()
