@@ -114,17 +114,18 @@ def _normalized_host(netloc: str, hostname: str) -> str:
             raise RefusedAddress("has a bracketed host that is not an IPv6 address") from None
     if "%" in hostname:
         raise RefusedAddress("must not percent-encode its host")
-    if _NUMERIC_LAST_LABEL.search(hostname):  # urlsplit lower-cases the host
+    try:
+        ascii_host = idna.encode(hostname, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError):
+        raise RefusedAddress("has a host name that is not a valid (IDNA) name") from None
+    if _NUMERIC_LAST_LABEL.search(ascii_host):  # after mapping: fullwidth digits are digits too
         try:
-            return str(IPv4Address(hostname))  # strict: four decimal numbers, no leading zeros
+            return str(IPv4Address(ascii_host))  # strict: four decimal numbers, no leading zeros
         except ValueError:
             raise RefusedAddress(
                 "must write an IPv4 address as four decimal numbers (no octal, hex or single number)"
             ) from None
-    try:
-        return idna.encode(hostname, uts46=True).decode("ascii")
-    except (idna.IDNAError, UnicodeError):
-        raise RefusedAddress("has a host name that is not a valid (IDNA) name") from None
+    return ascii_host
 
 
 def _refused_unless_public(addresses: list[str], *, allow_insecure: bool) -> None:

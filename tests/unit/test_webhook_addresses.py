@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from services.name_lookups import NameLookups
 from services.public_addresses import is_public_address
@@ -203,3 +205,51 @@ async def test_a_name_is_checked_on_every_address_it_resolves_to() -> None:
             await resolve_checked(unknown, lookups, allow_insecure=False, within_seconds=5)
     finally:
         lookups.close()
+
+
+URL_PIECES = st.sampled_from(
+    [
+        "https://",
+        "http://",
+        "[",
+        "]",
+        "::",
+        ":",
+        "@",
+        "%",
+        "%2",
+        "%41",
+        "/",
+        "?",
+        "#",
+        ".",
+        "0x",
+        "127",
+        "1",
+        "ü",
+        "ß",
+        "\ud800",
+        " ",
+        "\r\n",
+        "\\",
+        "xn--",
+        "-",
+        "a",
+        "example",
+        "com",
+        ":443",
+        ":0",
+        ":99999",
+    ]
+)
+
+
+@given(st.lists(st.one_of(URL_PIECES, st.text(max_size=5)), max_size=12).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_any_text_is_refused_or_normalized_to_a_fixed_point(url: str) -> None:
+    try:
+        target = parse_target(url, allow_insecure=True)
+    except RefusedAddress:
+        return
+    assert target.url.isascii() and " " not in target.url
+    assert parse_target(target.url, allow_insecure=True) == target
