@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 import asyncpg
+import httpx
 import pytest
 
 from tests.api.reminder_support import REGISTER_WEBHOOK
@@ -121,6 +122,8 @@ async def test_thirty_concurrent_registrations_store_exactly_the_quota(
     finally:
         await conn.close()
     assert rows == 5
+    async with httpx.AsyncClient(base_url=server.url, timeout=5) as client:
+        assert (await client.get("/healthz")).status_code == 200
 
 
 @pytest.mark.parametrize(
