@@ -69,7 +69,7 @@ async def respond_to_invite(
         raise Forbidden("verify your email address first: follow the link mailed to it, then accept")
     status = PartnershipStatus.ACTIVE if accept else PartnershipStatus.DECLINED
     async with write_transaction():
-        # serializes partner changes of the owner: a removal and an accept cannot both see the other partner
+        # serializes the owner's accepts: of two at once, only the first can count as a first partner
         owner = await User.filter(id=row.user_id).select_for_update().get()
         now = await db_now()
         decides_from = await _decides_from(owner, row, now, day) if accept else None

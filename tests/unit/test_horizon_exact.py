@@ -7,12 +7,20 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.rfc5545_oracle import Parts, expand
 from verification.horizon_span import occurrences_easier
-from verification.recurrence import DEFAULT_BUDGET, Schedule, ScheduleError, validate_schedule
+from verification.recurrence import (
+    DEFAULT_BUDGET,
+    RecurrenceBudget,
+    RecurrenceTooCostly,
+    Schedule,
+    ScheduleError,
+    validate_schedule,
+)
 
 ZONE = "Europe/Berlin"
 SPAN = timedelta(days=16)  # every generated rule ends (COUNT, UNTIL) within this of its start, or never
@@ -118,3 +126,24 @@ def test_the_decision_matches_a_brute_force_expansion(
             assume(False)
     decided = occurrences_easier(old_schedule, new_schedule, now, until, DEFAULT_BUDGET)
     assert decided is expected_easier(old, old_start, new, new_start, now, until), (old.text(), new.text())
+
+
+def test_a_pair_too_costly_to_compare_raises_so_the_edit_waits() -> None:
+    """The service treats RecurrenceTooCostly as easier: a pair past the budget waits, never guessed."""
+    starts_at = datetime(2027, 3, 22, 6, 0, tzinfo=UTC)
+    old = Schedule(starts_at, "FREQ=DAILY", ZONE, 0, 0)
+    new = Schedule(starts_at, "FREQ=DAILY;BYHOUR=7,19", ZONE, 0, 0)
+    tiny = RecurrenceBudget(max_steps=5)
+    with pytest.raises(RecurrenceTooCostly):
+        occurrences_easier(old, new, starts_at, starts_at + timedelta(days=30), tiny)
+
+
+def test_an_until_rule_ends_at_its_last_due_time_not_at_until() -> None:
+    """The same due times with an UNTIL moved between the last one and the old UNTIL end no sooner."""
+    starts_at = datetime(2027, 3, 22, 6, 0, tzinfo=UTC)
+    old = Schedule(starts_at, "FREQ=DAILY;UNTIL=20270501T120000Z", ZONE, 0, 0)
+    new = Schedule(starts_at, "FREQ=DAILY;UNTIL=20270501T060000Z", ZONE, 0, 0)
+    until = starts_at + timedelta(days=5)
+    assert occurrences_easier(old, new, starts_at, until, DEFAULT_BUDGET) is False
+    earlier = Schedule(starts_at, "FREQ=DAILY;UNTIL=20270430T120000Z", ZONE, 0, 0)
+    assert occurrences_easier(old, earlier, starts_at, until, DEFAULT_BUDGET) is True
