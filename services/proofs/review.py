@@ -163,8 +163,8 @@ async def decide_review(
 
 
 async def review_queue(access: Access, first: int) -> list[Verification]:
-    """PENDING_REVIEW proofs of the users the viewer actively partners for, oldest first."""
-    watched = access.partnered_user_ids
+    """PENDING_REVIEW proofs of the users whose reviews the viewer may decide now, oldest first."""
+    watched = access.deciding
     if not watched or first == 0:
         return []
     return await (

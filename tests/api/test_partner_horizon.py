@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.api.test_commitment_horizon import set_horizon
-from tests.api.test_reviews import request_review, review
+from tests.api.test_reviews import queue, request_review, review
 from tests.chain_support import eventually
 from tests.harness import (
     ApiClient,
@@ -122,6 +122,8 @@ async def test_swapping_partners_waits_the_new_one_watches_but_decides_later(api
     own_token, _ = await add_partner(api, owner_token)
     assert (await api.execute(TASK, {"id": task_id}, token=own_token))["task"] == {"id": task_id}
     requested = await request_review(api, owner_token, instance_id)
+    assert await queue(api, own_token) == []  # it lists what the viewer may decide
+    assert [row["id"] for row in await queue(api, honest_token)] == [requested["id"]]
     with pytest.raises(GraphQLFailure) as held_back:
         await review(api, own_token, requested["id"], approve=True)
     assert held_back.value.code == "FORBIDDEN"
