@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from models import Task, TaskState, User
+from models import InstanceStatus, Task, TaskInstance, TaskState, User
 from services.chain import ChainTiming
 from services.commitment_horizon import horizon_of
 from services.ids import parse_id
@@ -90,7 +90,11 @@ async def plan_schedule_edit(
     pending = dict(current.pending_change or {})
     now_part: SchedulePatch | None = patch
     later: SchedulePatch | None = None
-    if waits:
+    if waits and await _instance_owed_now(current, now):
+        # re-planning would cancel an instance already due (in its grace) instead of letting it settle
+        await checked(patched_schedule(current, patch))
+        now_part, later = None, patch
+    elif waits:
         target = await checked(patched_schedule(current, patch))
         occurrences_wait = await _occurrences_easier(current, target, now, horizon, timing.recurrence)
         now_part, later = split_schedule(_basis(current), patch, occurrences_wait=occurrences_wait)
@@ -102,6 +106,11 @@ async def plan_schedule_edit(
         # where the task ends up must be a valid schedule too: checked now, applied later as is
         eventual = await checked(patched_schedule(current, merged_schedule_patch(pending, patch)))
     return SchedulePlan(horizon, waits, _basis(current), pending, now_schedule, due, later, eventual)
+
+
+async def _instance_owed_now(task: Task, now: datetime) -> bool:
+    """Whether the task's PENDING instance is past its due time: its promise is being kept or missed now."""
+    return await TaskInstance.filter(task_id=task.id, status=InstanceStatus.PENDING, due_at__lte=now).exists()
 
 
 async def _occurrences_easier(

@@ -5,6 +5,7 @@ here (30 of them), so nothing comes due during a test."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,14 +22,14 @@ def utc_text(moment: datetime) -> str:
 
 
 async def create_task(
-    api: ApiClient, token: str, starts_at: datetime, rrule: str, window_seconds: int
+    api: ApiClient, token: str, starts_at: datetime, rrule: str, window_seconds: int, grace_seconds: int = 0
 ) -> dict[str, Any]:
     schedule = {
         "startsAt": starts_at.isoformat(),
         "rrule": rrule,
         "timezone": "UTC",
         "windowSeconds": window_seconds,
-        "graceSeconds": 0,
+        "graceSeconds": grace_seconds,
     }
     task_input = {"title": "Gym", "method": "PHOTO", "schedule": schedule}
     task: dict[str, Any] = (await api.execute(TASK, {"input": task_input}, token=token))["createTask"]
@@ -91,3 +92,20 @@ async def test_a_count_that_ends_sooner_waits(api: ApiClient) -> None:
     assert edited["pendingChange"]["schedule"]["rrule"] == "FREQ=DAILY;COUNT=45"
     raised = await update(api, token, task["id"], schedule={"rrule": "FREQ=DAILY;COUNT=61"})
     assert (raised["schedule"]["rrule"], raised["pendingChange"]) == ("FREQ=DAILY;COUNT=61", None)
+
+
+async def test_an_edit_that_would_cancel_an_instance_in_its_grace_waits(api: ApiClient) -> None:
+    """Even a harder schedule edit re-plans, which would cancel an instance already due (not MISSED)."""
+    token, _ = await api.register()
+    await set_horizon(api, token, 30)
+    starts_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
+    task = await create_task(api, token, starts_at, "FREQ=DAILY", 600, grace_seconds=3600)
+    await asyncio.sleep(max(0.0, (starts_at - datetime.now(UTC)).total_seconds()) + 0.5)
+    denser = f"FREQ=DAILY;BYHOUR={starts_at.hour},{(starts_at.hour + 12) % 24}"
+    edited = await update(api, token, task["id"], schedule={"rrule": denser, "windowSeconds": 300})
+    assert edited["schedule"]["rrule"] == "FREQ=DAILY"
+    assert (edited["currentInstance"]["id"], edited["currentInstance"]["status"]) == (
+        task["currentInstance"]["id"],
+        "PENDING",
+    )
+    assert edited["pendingChange"]["schedule"]["rrule"] == denser
