@@ -99,7 +99,8 @@ async def remove_partner(viewer: User, partnership_id: str, *, day: timedelta) -
     """Either side ends a partnership (or withdraws / refuses an open invite); open feeds stop at once.
 
     The owner removing an accepted partner while their commitment horizon holds is an easier edit: it
-    waits out the horizon, and the partner keeps watching and deciding until then."""
+    waits out the horizon, and the partner keeps watching and deciding until then (from then on nothing
+    more reaches their feed, read through services/access.py)."""
     async with write_transaction():
         row = await Partnership.filter(id=parse_id(partnership_id, "partnership")).select_for_update().first()
         if row is None or not _is_party(viewer, row):
