@@ -46,6 +46,11 @@ _SEI_NAL_TYPES = {"h264": frozenset({6}), "hevc": frozenset({39, 40})}
 _USER_DATA_FILTERS = {"av1": "filter_units=remove_types=5"}
 # Frames decoded in all to reach the sample points (forward from the keyframe each seek lands on).
 SAMPLE_DECODE_FRAMES = 240
+# 4K UHD: a decoder holds up to ~16 reference frames of this size, and each frame thread its own copies.
+MAX_VIDEO_PIXELS = 3840 * 2160
+# Frame threading keeps a frame per thread in flight (+25 MB each at 4K) whatever the core count: one
+# thread slicing; the decode gate already runs uploads side by side.
+DECODE_THREADS = 1
 # Index space reserved ahead of the media: about twice what H.264 + AAC samples need.
 MOOV_BASE_BYTES = 4_096
 MOOV_BYTES_PER_PACKET = 24
@@ -75,7 +80,7 @@ def inspect_video(
     *,
     field: str = "video",
     max_frames_decoded: int = SAMPLE_DECODE_FRAMES,
-    max_pixels: int = 40_000_000,
+    max_pixels: int = MAX_VIDEO_PIXELS,
     max_frames: int = 54_000,
 ) -> VideoFacts:
     """Probe a video for real; sample frames for hashing without decoding the whole file.
@@ -83,7 +88,9 @@ def inspect_video(
     Dimensions and the frame count are checked before any frame is decoded; the duration is measured
     from the packets' timestamps (a container's Duration field is whatever the sender wrote).
     max_frames_decoded bounds the frames decoded forward from keyframes to reach the sample points;
-    once spent, each remaining sample takes the keyframe its seek lands on.
+    once spent, each remaining sample takes the keyframe its seek lands on. One decoded frame at a time
+    is kept (hashed or shrunk to a thumbnail at once), and the decoder itself refuses a frame over
+    max_pixels (a stream may change its size after the header).
     """
     if not data:
         raise InvalidInput(field, "the file is empty")
@@ -92,19 +99,19 @@ def inspect_video(
             stream = _video_stream(container, field=field, max_pixels=max_pixels)
             scan = scan_packets(container, stream, field=field, max_frames=max_frames)
             created_at = creation_time(container.metadata)
-            first = _first_frame(container, stream, field=field)
+            thumbnail = thumbnail_jpeg(_first_frame(container, stream, field=field))
             duration = scan.duration_seconds
-            frames = _sample_frames(container, stream, duration, budget_frames=max_frames_decoded)
+            hashes = _sample_hashes(container, stream, duration, budget_frames=max_frames_decoded)
         clean, clean_mime = clean_copy(data, field=field, packets=scan.packets)
     except av.FFmpegError as exc:
         raise InvalidInput(field, "not a readable video") from exc
     return VideoFacts(
         duration_seconds=scan.duration_seconds,
         created_at=created_at,
-        keyframe_hashes=tuple(perceptual_hash(frame) for frame in frames),
+        keyframe_hashes=tuple(hashes),
         clean=clean,
         clean_mime=clean_mime,
-        thumbnail=thumbnail_jpeg(first),
+        thumbnail=thumbnail,
     )
 
 
@@ -116,9 +123,14 @@ def _video_stream(container: InputContainer, *, field: str, max_pixels: int) -> 
     if not container.streams.video:
         raise InvalidInput(field, "the file has no video stream")
     stream = container.streams.video[0]
-    if stream.codec_context.width * stream.codec_context.height > max_pixels:
-        raise InvalidInput(field, "the video dimensions are too large")
-    stream.thread_type = "AUTO"
+    width, height = stream.codec_context.width, stream.codec_context.height
+    if width * height > max_pixels:
+        raise InvalidInput(
+            field, f"the video is {width}x{height}: frames may hold at most {max_pixels} pixels"
+        )
+    stream.codec_context.options = {"max_pixels": str(max_pixels)}
+    stream.codec_context.thread_type = "SLICE"
+    stream.codec_context.thread_count = DECODE_THREADS
     return stream
 
 
@@ -167,13 +179,13 @@ def _first_frame(container: InputContainer, stream: VideoStream, *, field: str) 
     raise InvalidInput(field, "the video stream has no decodable frame")
 
 
-def _sample_frames(
+def _sample_hashes(
     container: InputContainer, stream: VideoStream, duration: float, *, budget_frames: int
-) -> list[Image.Image]:
-    """One frame near each of SAMPLE_COUNT evenly spaced times, reached by seeking, never by a full decode."""
+) -> list[int]:
+    """The hash of one frame near each of SAMPLE_COUNT evenly spaced times, reached by seeking."""
     assert stream.time_base is not None
     start = stream.start_time or 0
-    frames: list[Image.Image] = []
+    hashes: list[int] = []
     spent = 0
     for index in range(SAMPLE_COUNT):
         target = duration * (index + 0.5) / SAMPLE_COUNT
@@ -181,8 +193,8 @@ def _sample_frames(
         decoded, image = _decode_until(container.decode(stream), target, budget_frames - spent)
         spent += decoded
         if image is not None:
-            frames.append(image)
-    return frames
+            hashes.append(perceptual_hash(image))
+    return hashes
 
 
 def _decode_until(
