@@ -52,6 +52,7 @@ def browser() -> Iterator[WebDriver]:
     options.binary_location = CHROMIUM
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # CSP violations land in the console
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
@@ -122,3 +123,6 @@ async def test_graphiql_queries_and_subscribes_offline(
     # the socket is authenticated by the same headers, sent as connection_init's payload
     await create_short_task(api, token, title=title)
     wait_for_response(browser, title, "MISSED")
+    # everything above ran under the page's Content-Security-Policy, which refused nothing it needs
+    console = [entry["message"] for entry in browser.get_log("browser")]
+    assert not [m for m in console if "Content Security Policy" in m], console
