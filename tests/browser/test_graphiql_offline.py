@@ -46,7 +46,7 @@ SET_EDITOR = "arguments[0].CodeMirror.setValue(arguments[1]);"
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
+def browser() -> Iterator[webdriver.Chrome]:
     options = webdriver.ChromeOptions()
     assert CHROMIUM is not None and CHROMEDRIVER is not None
     options.binary_location = CHROMIUM
@@ -104,7 +104,7 @@ def wait_for_response(browser: WebDriver, *texts: str, timeout: float = 30) -> N
 
 
 async def test_graphiql_queries_and_subscribes_offline(
-    browser: WebDriver, server: ServerProcess, worker: WorkerProcess, api: ApiClient
+    browser: webdriver.Chrome, server: ServerProcess, worker: WorkerProcess, api: ApiClient
 ) -> None:
     name = f"browser-{uuid.uuid4().hex[:8]}"
     token, _ = await api.register(name)
