@@ -124,5 +124,6 @@ async def test_graphiql_queries_and_subscribes_offline(
     await create_short_task(api, token, title=title)
     wait_for_response(browser, title, "MISSED")
     # everything above ran under the page's Content-Security-Policy, which refused nothing it needs
-    console = [entry["message"] for entry in browser.get_log("browser")]
+    log: list[dict[str, str]] = browser.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
+    console = [entry["message"] for entry in log]
     assert not [m for m in console if "Content Security Policy" in m], console
