@@ -174,7 +174,10 @@ async def test_out_of_range_dates_are_bad_input_naming_the_field(
         literal = f'mutation {{ updateTask(id: "{task_id}", input: {{schedule: {{startsAt: "{starts_at}"}}}}) {{ id }} }}'
         with pytest.raises(GraphQLFailure) as inline:
             await api.execute(literal, token=token)
-        assert inline.value.code == "BAD_USER_INPUT", (starts_at, inline.value.errors)
+        assert (inline.value.code, inline.value.field) == ("BAD_USER_INPUT", "input.schedule.startsAt"), (
+            starts_at,
+            inline.value.errors,
+        )
     assert await tasks_of(api, token) == [task_id]  # nothing created
     assert (await api.execute(TASK, {"id": task_id}, token=token))["task"] == before  # nothing changed
 
