@@ -95,7 +95,7 @@ def inspect_video(
     if not data:
         raise InvalidInput(field, "the file is empty")
     try:
-        with _open(data) as container:
+        with _open(data, max_pixels=max_pixels) as container:
             stream = _video_stream(container, field=field, max_pixels=max_pixels)
             scan = scan_packets(container, stream, field=field, max_frames=max_frames)
             created_at = creation_time(container.metadata)
@@ -115,8 +115,10 @@ def inspect_video(
     )
 
 
-def _open(data: bytes) -> InputContainer:
-    return av.open(io.BytesIO(data), "r", options={"format_whitelist": _DEMUXERS})
+def _open(data: bytes, *, max_pixels: int = MAX_VIDEO_PIXELS) -> InputContainer:
+    # opening probes the streams by decoding a frame: the decoder's pixel cap holds from that first frame
+    options = {"format_whitelist": _DEMUXERS, "max_pixels": str(max_pixels)}
+    return av.open(io.BytesIO(data), "r", options=options)
 
 
 def _video_stream(container: InputContainer, *, field: str, max_pixels: int) -> VideoStream:
@@ -128,7 +130,7 @@ def _video_stream(container: InputContainer, *, field: str, max_pixels: int) -> 
         raise InvalidInput(
             field, f"the video is {width}x{height}: frames may hold at most {max_pixels} pixels"
         )
-    stream.codec_context.options = {"max_pixels": str(max_pixels)}
+    stream.codec_context.options = {"max_pixels": str(max_pixels)}  # a stream may change size later
     stream.codec_context.thread_type = "SLICE"
     stream.codec_context.thread_count = DECODE_THREADS
     return stream

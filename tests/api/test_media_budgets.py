@@ -170,6 +170,7 @@ async def test_a_40_megapixel_video_is_refused_from_its_header_within_the_memory
     token, _ = await api.register()
     instances = [(await create_open_task(api, token, "VIDEO"))[1] for _ in range(2)]
     before = media_files(data_dir)
+    idle = api_rss_mb(server)
 
     async def attack(instance_id: str) -> GraphQLFailure:
         video = file_var(video_of_40_megapixels, "big.mp4")
@@ -193,7 +194,7 @@ async def test_a_40_megapixel_video_is_refused_from_its_header_within_the_memory
     peak = max(peak, api_rss_mb(server))
     assert {(f.code, f.field) for f in failures} == {("BAD_USER_INPUT", "video")}
     assert "6400x6240" in failures[0].message and "8294400 pixels" in failures[0].message
-    print(f"API RSS peaked at {peak:.0f} MB under two 40 MP videos")
+    print(f"API RSS {idle:.0f} MB before two 40 MP videos, {peak:.0f} MB at most while they were refused")
     assert peak < RSS_BUDGET_MB, f"API RSS peaked at {peak:.0f} MB"
     for instance_id in instances:
         assert await verifications_of(api, token, instance_id) == {"status": "PENDING", "verifications": []}
