@@ -76,12 +76,12 @@ def _path_of_non_finite(value: Any, path: str) -> str | None:
 def body_kind(body: bytes) -> str:
     """What a JSON body holds ("an object", "a number"…), read from its first character alone."""
     start = body.removeprefix(_UTF8_BOM).lstrip(_JSON_WHITESPACE)
-    return _KINDS.get(start[0], "not JSON") if start else "nothing"
+    return _KINDS.get(start[0], "not JSON") if start else "empty"
 
 
 def refuse_non_object(kind: str, field: str) -> None:
     if kind != "an object":
-        raise RefusedJSON(field, f"{field}: must be a JSON object (a GraphQL request), not {kind}", "")
+        raise RefusedJSON(field, f"{field}: must be a JSON object (a GraphQL request); it is {kind}", "")
 
 
 def json_kind(value: object) -> str:
