@@ -102,7 +102,7 @@ def inspect_video(
             thumbnail = thumbnail_jpeg(_first_frame(container, stream, field=field))
             duration = scan.duration_seconds
             hashes = _sample_hashes(container, stream, duration, budget_frames=max_frames_decoded)
-        clean, clean_mime = clean_copy(data, field=field, packets=scan.packets)
+        clean, clean_mime = clean_copy(data, field=field, packets=scan.packets, max_pixels=max_pixels)
     except av.FFmpegError as exc:
         raise InvalidInput(field, "not a readable video") from exc
     return VideoFacts(
@@ -218,24 +218,26 @@ def to_image(frame: av.VideoFrame) -> Image.Image:
     return image
 
 
-def clean_copy(data: bytes, *, field: str, packets: int) -> tuple[bytes, str]:
+def clean_copy(
+    data: bytes, *, field: str, packets: int, max_pixels: int = MAX_VIDEO_PIXELS
+) -> tuple[bytes, str]:
     """The packets copied into a fresh MP4 (else WebM) with no tags and no SEI/user-data units.
 
     Nothing is re-encoded: a codec neither container takes as it is, or whose user data we cannot strip,
     is refused. MP4's index goes first (space reserved up front, as +faststart would, which needs a real
     file); a fragmented MP4 is the fallback when the reservation falls short.
     """
-    with _open(data) as source:
+    with _open(data, max_pixels=max_pixels) as source:
         codecs = {_codec_name(stream) for stream in _kept(source)}
     if codecs <= _MP4_CODECS:
         reserve = {"moov_size": str(MOOV_BASE_BYTES + MOOV_BYTES_PER_PACKET * packets)}
         try:
-            return _copy_streams(data, "mp4", reserve, field), "video/mp4"
+            return _copy_streams(data, "mp4", reserve, field, max_pixels), "video/mp4"
         except av.FFmpegError:  # the reserved index space fell short
             fragmented = {"movflags": "+frag_keyframe+empty_moov+default_base_moof"}
-            return _copy_streams(data, "mp4", fragmented, field), "video/mp4"
+            return _copy_streams(data, "mp4", fragmented, field, max_pixels), "video/mp4"
     if codecs <= _WEBM_CODECS:
-        return _copy_streams(data, "webm", {}, field), "video/webm"
+        return _copy_streams(data, "webm", {}, field, max_pixels), "video/webm"
     raise InvalidInput(field, "unsupported codec (H.264, HEVC, VP8, VP9 or AV1 video; AAC, MP3, Opus audio)")
 
 
@@ -318,10 +320,13 @@ def _kept(source: InputContainer) -> list[Stream]:
     return [stream for stream in source.streams if stream.type in ("video", "audio")]
 
 
-def _copy_streams(data: bytes, fmt: str, mux_options: dict[str, str], field: str) -> bytes:
+def _copy_streams(data: bytes, fmt: str, mux_options: dict[str, str], field: str, max_pixels: int) -> bytes:
     out_buf = io.BytesIO()
     options = {"fflags": "+bitexact", **mux_options}  # bitexact: no "encoder" tag
-    with _open(data) as source, av.open(out_buf, "w", format=fmt, options=options) as out:
+    with (
+        _open(data, max_pixels=max_pixels) as source,
+        av.open(out_buf, "w", format=fmt, options=options) as out,
+    ):
         kept = _kept(source)
         # opaque: take the codec from the template as it is (a decoder such as libdav1d has no encoder twin)
         mapping = {stream.index: out.add_stream_from_template(stream, opaque=True) for stream in kept}
