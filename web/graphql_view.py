@@ -36,7 +36,7 @@ from strawberry.types.unset import UnsetType
 from schema.context import Context
 from services.errors import Unauthenticated
 from settings import Settings
-from web.graphiql import graphiql_page, graphiql_response
+from web.graphiql import graphiql_response
 from web.origins import AllowedOrigins
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
 from web.request_json import RefusedJSON, body_kind, decode_request_json, json_kind, refuse_non_object
@@ -172,13 +172,9 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 response.status_code = getattr(request.state, "graphql_status", response.status_code)
         await response(scope, receive, send)
 
-    @property
-    def graphql_ide_html(self) -> str:
-        """Our GraphiQL page, whose assets this API serves (Strawberry's loads them from a CDN)."""
-        return graphiql_page()
-
     async def render_graphql_ide(self, request: Request) -> Response:
-        return graphiql_response()  # with its Content-Security-Policy and framing headers
+        # our page, whose assets this API serves (Strawberry's loads them from a CDN), with its CSP
+        return graphiql_response()
 
     def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
         # a browser's address bar asks for text/html: GraphiQL (prefilled from ?query=), never a result
