@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,7 +32,7 @@ from verification.video import inspect_video, is_reused_video
 
 # Enough history to catch a recycled picture without reading a heavy user's whole past.
 REUSE_LOOKBACK = 2000
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
+_LIBC = ctypes.CDLL(None)  # the process's own symbols: glibc's malloc_trim where there is one
 
 T = TypeVar("T")
 
