@@ -44,6 +44,7 @@ class Settings(BaseSettings):
     max_image_pixels: int = 40_000_000
     max_decode_bytes: int = 256 * 1024 * 1024  # estimated from a photo's header before decoding
     max_video_frames: int = 54_000  # counted from the packets before decoding (30 min at 30 fps)
+    max_video_pixels: int = 3840 * 2160  # per frame, read from the stream header before decoding (4K UHD)
     media_decode_concurrency: int = 2  # decodes at once per API process
     media_decode_queue: int = 4  # uploads waiting for a decode slot before RATE_LIMITED
     media_quota_bytes: int = 1024 * 1024 * 1024  # stored media per user

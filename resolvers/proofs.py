@@ -43,6 +43,7 @@ def media_policy(info: Info) -> MediaPolicy:
         max_image_pixels=settings.max_image_pixels,
         max_decode_bytes=settings.max_decode_bytes,
         max_video_frames=settings.max_video_frames,
+        max_video_pixels=settings.max_video_pixels,
         quota_bytes=settings.media_quota_bytes,
     )
 

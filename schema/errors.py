@@ -13,7 +13,16 @@ import re
 
 import strawberry
 from graphql.error import GraphQLError
-from graphql.language import VariableDefinitionNode
+from graphql.language import (
+    ArgumentNode,
+    ListValueNode,
+    ObjectValueNode,
+    ValueNode,
+    VariableDefinitionNode,
+    Visitor,
+    parse,
+    visit,
+)
 from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import MaskErrors
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
@@ -57,6 +66,41 @@ def _coerced_variable(error: GraphQLError) -> str | None:
     return node.variable.name.value if isinstance(node, VariableDefinitionNode) else None
 
 
+def _path_to(value: ValueNode, start: int, path: str) -> str | None:
+    if value.loc is not None and value.loc.start == start:
+        return path
+    children: list[tuple[str, ValueNode]] = []
+    if isinstance(value, ObjectValueNode):
+        children = [(field.name.value, field.value) for field in value.fields]
+    elif isinstance(value, ListValueNode):
+        children = [(str(index), item) for index, item in enumerate(value.values)]
+    for name, child in children:
+        found = _path_to(child, start, f"{path}.{name}")
+        if found is not None:
+            return found
+    return None
+
+
+class _ArgumentPaths(Visitor):
+    def __init__(self, start: int) -> None:
+        super().__init__()
+        self.start = start
+        self.found: str | None = None
+
+    def enter_argument(self, node: ArgumentNode, *_: object) -> None:
+        self.found = self.found or _path_to(node.value, self.start, node.name.value)
+
+
+def _literal_field(error: GraphQLError) -> str | None:
+    """Where in the document a literal the scalar refused sits: `input.schedule.startsAt`."""
+    node = error.nodes[0] if error.nodes else None
+    if node is None or node.loc is None or error.source is None:
+        return None
+    paths = _ArgumentPaths(node.loc.start)
+    visit(parse(error.source), paths)  # only on this error's path: the document passed the size checks
+    return paths.found
+
+
 def coded_error(error: GraphQLError) -> GraphQLError:
     original = _innermost(error.original_error)
     variable = _coerced_variable(error)
@@ -70,6 +114,11 @@ def coded_error(error: GraphQLError) -> GraphQLError:
     coerced = isinstance(error.original_error, GraphQLError) and (
         variable is not None or _VARIABLE.match(error.message) is not None
     )
+    if isinstance(original, InvalidDateTime) and variable is None and not _VARIABLE.match(error.message):
+        field = _literal_field(error)
+        return _rebuilt(
+            error, error.message, {"code": "BAD_USER_INPUT", **({"field": field} if field else {})}
+        )
     if isinstance(original, InvalidDateTime) or coerced:
         # a variable that does not fit its type: the innermost cause of a coercion error is a GraphQLError
         return _rebuilt(error, error.message, _variable_error_extensions(error.message, variable))

@@ -5,23 +5,29 @@ Types annotate plain `datetime`; the schema maps it to this definition with `sca
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import strawberry
 from strawberry.types.scalar import ScalarDefinition
 
 
 class InvalidDateTime(ValueError):
-    """A DateTime input that is not ISO 8601; reported as BAD_USER_INPUT."""
+    """A DateTime input not ISO 8601, or no instant of the years 1..9999; reported as BAD_USER_INPUT."""
 
 
 def parse_datetime(value: object) -> datetime:
     if not isinstance(value, str):
         raise InvalidDateTime("DateTime must be an ISO 8601 string with an offset")
     try:
-        return datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(value)
     except ValueError:
         raise InvalidDateTime(f"DateTime {value!r} is not ISO 8601") from None
+    if parsed.utcoffset() is not None:
+        try:
+            parsed.astimezone(UTC)  # 0001-01-01T00:00+14:00 is in the year 0: no arithmetic may start there
+        except OverflowError:
+            raise InvalidDateTime(f"DateTime {value!r} is outside the years 1..9999 in UTC") from None
+    return parsed
 
 
 def serialize_datetime(value: datetime) -> str:

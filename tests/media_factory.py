@@ -344,3 +344,23 @@ def encoded_clip(codec: str, frames: int = 10, size: tuple[int, int] = (64, 64),
             out.mux(stream.encode(frame))
         out.mux(stream.encode(None))
     return out_buf.getvalue()
+
+
+def large_frame_clip(size: tuple[int, int], frames: int = 4, fps: int = 2) -> bytes:
+    """An H.264 MP4 of a few large frames of smooth gradients: little to send, much to decode."""
+    width, height = size
+    ramp = np.add.outer(np.arange(height) // 16, np.arange(width) // 16).astype(np.uint8)
+    out_buf = io.BytesIO()
+    with av.open(out_buf, "w", format="mp4") as out:
+        stream = out.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.options = {"preset": "ultrafast"}
+        for index in range(frames):
+            picture = np.ascontiguousarray(
+                np.stack([ramp + np.uint8(40 * index % 256), ramp, 255 - ramp], axis=-1)
+            )
+            frame = av.VideoFrame.from_ndarray(picture, format="rgb24")
+            frame.pts, frame.time_base = index, Fraction(1, fps)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    return out_buf.getvalue()

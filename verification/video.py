@@ -46,6 +46,11 @@ _SEI_NAL_TYPES = {"h264": frozenset({6}), "hevc": frozenset({39, 40})}
 _USER_DATA_FILTERS = {"av1": "filter_units=remove_types=5"}
 # Frames decoded in all to reach the sample points (forward from the keyframe each seek lands on).
 SAMPLE_DECODE_FRAMES = 240
+# 4K UHD: a decoder holds up to ~16 reference frames of this size, and each frame thread its own copies.
+MAX_VIDEO_PIXELS = 3840 * 2160
+# Frame threading keeps a frame per thread in flight (+25 MB each at 4K) whatever the core count: one
+# thread slicing; the decode gate already runs uploads side by side.
+DECODE_THREADS = 1
 # Index space reserved ahead of the media: about twice what H.264 + AAC samples need.
 MOOV_BASE_BYTES = 4_096
 MOOV_BYTES_PER_PACKET = 24
@@ -75,7 +80,7 @@ def inspect_video(
     *,
     field: str = "video",
     max_frames_decoded: int = SAMPLE_DECODE_FRAMES,
-    max_pixels: int = 40_000_000,
+    max_pixels: int = MAX_VIDEO_PIXELS,
     max_frames: int = 54_000,
 ) -> VideoFacts:
     """Probe a video for real; sample frames for hashing without decoding the whole file.
@@ -83,42 +88,51 @@ def inspect_video(
     Dimensions and the frame count are checked before any frame is decoded; the duration is measured
     from the packets' timestamps (a container's Duration field is whatever the sender wrote).
     max_frames_decoded bounds the frames decoded forward from keyframes to reach the sample points;
-    once spent, each remaining sample takes the keyframe its seek lands on.
+    once spent, each remaining sample takes the keyframe its seek lands on. One decoded frame at a time
+    is kept (hashed or shrunk to a thumbnail at once), and the decoder itself refuses a frame over
+    max_pixels (a stream may change its size after the header).
     """
     if not data:
         raise InvalidInput(field, "the file is empty")
     try:
-        with _open(data) as container:
+        with _open(data, max_pixels=max_pixels) as container:
             stream = _video_stream(container, field=field, max_pixels=max_pixels)
             scan = scan_packets(container, stream, field=field, max_frames=max_frames)
             created_at = creation_time(container.metadata)
-            first = _first_frame(container, stream, field=field)
+            thumbnail = thumbnail_jpeg(_first_frame(container, stream, field=field))
             duration = scan.duration_seconds
-            frames = _sample_frames(container, stream, duration, budget_frames=max_frames_decoded)
-        clean, clean_mime = clean_copy(data, field=field, packets=scan.packets)
+            hashes = _sample_hashes(container, stream, duration, budget_frames=max_frames_decoded)
+        clean, clean_mime = clean_copy(data, field=field, packets=scan.packets, max_pixels=max_pixels)
     except av.FFmpegError as exc:
         raise InvalidInput(field, "not a readable video") from exc
     return VideoFacts(
         duration_seconds=scan.duration_seconds,
         created_at=created_at,
-        keyframe_hashes=tuple(perceptual_hash(frame) for frame in frames),
+        keyframe_hashes=tuple(hashes),
         clean=clean,
         clean_mime=clean_mime,
-        thumbnail=thumbnail_jpeg(first),
+        thumbnail=thumbnail,
     )
 
 
-def _open(data: bytes) -> InputContainer:
-    return av.open(io.BytesIO(data), "r", options={"format_whitelist": _DEMUXERS})
+def _open(data: bytes, *, max_pixels: int = MAX_VIDEO_PIXELS) -> InputContainer:
+    # opening probes the streams by decoding a frame: the decoder's pixel cap holds from that first frame
+    options = {"format_whitelist": _DEMUXERS, "max_pixels": str(max_pixels)}
+    return av.open(io.BytesIO(data), "r", options=options)
 
 
 def _video_stream(container: InputContainer, *, field: str, max_pixels: int) -> VideoStream:
     if not container.streams.video:
         raise InvalidInput(field, "the file has no video stream")
     stream = container.streams.video[0]
-    if stream.codec_context.width * stream.codec_context.height > max_pixels:
-        raise InvalidInput(field, "the video dimensions are too large")
-    stream.thread_type = "AUTO"
+    width, height = stream.codec_context.width, stream.codec_context.height
+    if width * height > max_pixels:
+        raise InvalidInput(
+            field, f"the video is {width}x{height}: frames may hold at most {max_pixels} pixels"
+        )
+    stream.codec_context.options = {"max_pixels": str(max_pixels)}  # a stream may change size later
+    stream.codec_context.thread_type = "SLICE"
+    stream.codec_context.thread_count = DECODE_THREADS
     return stream
 
 
@@ -167,13 +181,13 @@ def _first_frame(container: InputContainer, stream: VideoStream, *, field: str) 
     raise InvalidInput(field, "the video stream has no decodable frame")
 
 
-def _sample_frames(
+def _sample_hashes(
     container: InputContainer, stream: VideoStream, duration: float, *, budget_frames: int
-) -> list[Image.Image]:
-    """One frame near each of SAMPLE_COUNT evenly spaced times, reached by seeking, never by a full decode."""
+) -> list[int]:
+    """The hash of one frame near each of SAMPLE_COUNT evenly spaced times, reached by seeking."""
     assert stream.time_base is not None
     start = stream.start_time or 0
-    frames: list[Image.Image] = []
+    hashes: list[int] = []
     spent = 0
     for index in range(SAMPLE_COUNT):
         target = duration * (index + 0.5) / SAMPLE_COUNT
@@ -181,8 +195,8 @@ def _sample_frames(
         decoded, image = _decode_until(container.decode(stream), target, budget_frames - spent)
         spent += decoded
         if image is not None:
-            frames.append(image)
-    return frames
+            hashes.append(perceptual_hash(image))
+    return hashes
 
 
 def _decode_until(
@@ -204,24 +218,26 @@ def to_image(frame: av.VideoFrame) -> Image.Image:
     return image
 
 
-def clean_copy(data: bytes, *, field: str, packets: int) -> tuple[bytes, str]:
+def clean_copy(
+    data: bytes, *, field: str, packets: int, max_pixels: int = MAX_VIDEO_PIXELS
+) -> tuple[bytes, str]:
     """The packets copied into a fresh MP4 (else WebM) with no tags and no SEI/user-data units.
 
     Nothing is re-encoded: a codec neither container takes as it is, or whose user data we cannot strip,
     is refused. MP4's index goes first (space reserved up front, as +faststart would, which needs a real
     file); a fragmented MP4 is the fallback when the reservation falls short.
     """
-    with _open(data) as source:
+    with _open(data, max_pixels=max_pixels) as source:
         codecs = {_codec_name(stream) for stream in _kept(source)}
     if codecs <= _MP4_CODECS:
         reserve = {"moov_size": str(MOOV_BASE_BYTES + MOOV_BYTES_PER_PACKET * packets)}
         try:
-            return _copy_streams(data, "mp4", reserve, field), "video/mp4"
+            return _copy_streams(data, "mp4", reserve, field, max_pixels), "video/mp4"
         except av.FFmpegError:  # the reserved index space fell short
             fragmented = {"movflags": "+frag_keyframe+empty_moov+default_base_moof"}
-            return _copy_streams(data, "mp4", fragmented, field), "video/mp4"
+            return _copy_streams(data, "mp4", fragmented, field, max_pixels), "video/mp4"
     if codecs <= _WEBM_CODECS:
-        return _copy_streams(data, "webm", {}, field), "video/webm"
+        return _copy_streams(data, "webm", {}, field, max_pixels), "video/webm"
     raise InvalidInput(field, "unsupported codec (H.264, HEVC, VP8, VP9 or AV1 video; AAC, MP3, Opus audio)")
 
 
@@ -304,10 +320,13 @@ def _kept(source: InputContainer) -> list[Stream]:
     return [stream for stream in source.streams if stream.type in ("video", "audio")]
 
 
-def _copy_streams(data: bytes, fmt: str, mux_options: dict[str, str], field: str) -> bytes:
+def _copy_streams(data: bytes, fmt: str, mux_options: dict[str, str], field: str, max_pixels: int) -> bytes:
     out_buf = io.BytesIO()
     options = {"fflags": "+bitexact", **mux_options}  # bitexact: no "encoder" tag
-    with _open(data) as source, av.open(out_buf, "w", format=fmt, options=options) as out:
+    with (
+        _open(data, max_pixels=max_pixels) as source,
+        av.open(out_buf, "w", format=fmt, options=options) as out,
+    ):
         kept = _kept(source)
         # opaque: take the codec from the template as it is (a decoder such as libdav1d has no encoder twin)
         mapping = {stream.index: out.add_stream_from_template(stream, opaque=True) for stream in kept}

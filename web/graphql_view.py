@@ -36,10 +36,10 @@ from strawberry.types.unset import UnsetType
 from schema.context import Context
 from services.errors import Unauthenticated
 from settings import Settings
-from web.graphiql import graphiql_page
+from web.graphiql import graphiql_response
 from web.origins import AllowedOrigins
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
-from web.request_json import RefusedJSON, decode_request_json
+from web.request_json import RefusedJSON, body_kind, decode_request_json, json_kind, refuse_non_object
 from web.state import resources_of
 from web.ws_protocols import LegacyWSHandler, TransportWSHandler
 
@@ -172,10 +172,9 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 response.status_code = getattr(request.state, "graphql_status", response.status_code)
         await response(scope, receive, send)
 
-    @property
-    def graphql_ide_html(self) -> str:
-        """Our GraphiQL page, whose assets this API serves (Strawberry's loads them from a CDN)."""
-        return graphiql_page()
+    async def render_graphql_ide(self, request: Request) -> Response:
+        # our page, whose assets this API serves (Strawberry's loads them from a CDN), with its CSP
+        return graphiql_response()
 
     def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
         # a browser's address bar asks for text/html: GraphiQL (prefilled from ?query=), never a result
@@ -204,6 +203,9 @@ class ProofloopGraphQL(GraphQL[Context, None]):
     async def parse_http_body(
         self, request: AsyncHTTPRequestAdapter
     ) -> GraphQLRequestData | list[GraphQLRequestData]:
+        # Strawberry 0.341 calls .get() on any JSON body: a string, number, null or true was an HTTP 500
+        if request.method == "POST" and "application/json" in (request.content_type or ""):
+            refuse_non_object(body_kind(await request.get_body()), "body")
         data = await super().parse_http_body(request)
         if isinstance(data, GraphQLRequestData):
             document_id = persisted_id(await self._raw_body(request)) or persisted_id(
@@ -232,6 +234,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 "a multipart request needs `operations` and `map` fields (GraphQL multipart request spec)",
             )
         operations = self.parse_json(str(form["operations"]))
+        refuse_non_object(json_kind(operations), "operations")
         files_map = self.parse_json(str(form["map"]))
         if not isinstance(files_map, dict) or not all(
             isinstance(paths, list) and all(isinstance(p, str) for p in paths) for paths in files_map.values()
@@ -301,11 +304,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             refused = exc.__cause__
             if not isinstance(refused, RefusedJSON):
                 raise
-            error = {
-                "message": refused.reason,
-                "extensions": {"code": "BAD_USER_INPUT", "field": refused.field},
-            }
-            return JSONResponse({"errors": [error]}, status_code=400)
+            log.info("client error BAD_USER_INPUT %s", {"field": refused.field, "status": 400})
+            return error_response(400, "BAD_USER_INPUT", refused.reason, field=refused.field)
 
     async def get_context(self, request: Request | WebSocket, response: Response | WebSocket) -> Context:
         return Context.for_request(request, response)

@@ -28,8 +28,25 @@ _SAFETY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "private, max-age=300",
     # served bytes are never a page: no scripts even if a browser is talked into rendering one
-    "Content-Security-Policy": "default-src 'none'; sandbox",
+    "Content-Security-Policy": "default-src 'none'; sandbox; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
 }
+# the media types our re-encoders write; anything else would be downloaded, never rendered
+_EXTENSIONS = {
+    "image/jpeg": "jpg",
+    "image/png": "png",
+    "image/webp": "webp",
+    "video/mp4": "mp4",
+    "video/webm": "webm",
+}
+
+
+def content_disposition(verification_id: str, kind: str, mime: str) -> str:
+    """inline for the types a browser shows as media, with a filename of ours; attachment otherwise."""
+    extension = _EXTENSIONS.get(mime)
+    if extension is None:
+        return "attachment"
+    return f'inline; filename="proof-{verification_id}-{kind}.{extension}"'
 
 
 def _not_found() -> Response:
@@ -82,6 +99,8 @@ def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response
         )
         if digest is None or mime is None or not store.exists(digest):
             return _not_found()
-        return FileResponse(store.path(digest), media_type=mime, headers=_SAFETY_HEADERS)
+        disposition = content_disposition(verification_id, kind, mime)  # an id checked as a UUID
+        headers = {**_SAFETY_HEADERS, "Content-Disposition": disposition}
+        return FileResponse(store.path(digest), media_type=mime, headers=headers)
 
     return serve_media

@@ -1,5 +1,7 @@
 """Request JSON the GraphQL view refuses before parsing it for real.
 
+A body is UTF-8 (RFC 8259) holding one JSON object (this API serves no batches): anything else is refused
+with the field `body` before Strawberry, which calls `.get()` on whatever a body decoded to (HTTP 500).
 Nesting: Python's decoder recurses, so 1,000 nested arrays in `variables` raised RecursionError (HTTP 500);
 no variable of this schema nests deeper than a few levels. Non-numbers: the decoder accepts NaN,
 Infinity and numbers too large for a float (which become infinity); none is a GraphQL Float.
@@ -17,6 +19,12 @@ MAX_NESTING = 32
 MAX_INT_DIGITS = 32
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _OPENERS = (ord("["), ord("{"))
+_JSON_WHITESPACE = b" \t\r\n"
+_UTF8_BOM = b"\xef\xbb\xbf"
+# a JSON text's first character names its kind (RFC 8259 grammar): no decode needed to refuse a non-object
+_KINDS = {ord("{"): "an object", ord("["): "an array", ord('"'): "a string", ord("t"): "true"}
+_KINDS |= {ord("f"): "false", ord("n"): "null", ord("-"): "a number"}
+_KINDS |= {ord(digit): "a number" for digit in "0123456789"}
 
 
 class RefusedJSON(json.JSONDecodeError):
@@ -65,9 +73,35 @@ def _path_of_non_finite(value: Any, path: str) -> str | None:
     return None
 
 
+def body_kind(body: bytes) -> str:
+    """What a JSON body holds ("an object", "a number"…), read from its first character alone."""
+    start = body.removeprefix(_UTF8_BOM).lstrip(_JSON_WHITESPACE)
+    return _KINDS.get(start[0], "not JSON") if start else "empty"
+
+
+def refuse_non_object(kind: str, field: str) -> None:
+    if kind != "an object":
+        raise RefusedJSON(field, f"{field}: must be a JSON object (a GraphQL request); it is {kind}", "")
+
+
+def json_kind(value: object) -> str:
+    """The kind of an already decoded JSON value, named as body_kind names it."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    kinds = {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}
+    return kinds.get(type(value), "not JSON")
+
+
+def _utf8_text(body: bytes) -> str:
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise RefusedJSON("body", f"body: not UTF-8 (byte {exc.start})", "") from None
+
+
 def decode_request_json(data: str | bytes) -> object:
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    text = data if isinstance(data, str) else _utf8_text(data)
     if nesting_depth(raw) > MAX_NESTING:
         raise RefusedJSON("variables", f"variables: nested deeper than {MAX_NESTING} levels", text)
     seen_non_finite = False
@@ -86,7 +120,7 @@ def decode_request_json(data: str | bytes) -> object:
     def integer(literal: str) -> int | _NonFinite:
         return non_finite(literal) if len(literal) > MAX_INT_DIGITS else int(literal)
 
-    decoded = json.loads(data, parse_constant=non_finite, parse_float=number, parse_int=integer)
+    decoded = json.loads(text, parse_constant=non_finite, parse_float=number, parse_int=integer)
     if seen_non_finite:
         path = _path_of_non_finite(decoded, "") or "variables"
         field = path.removeprefix("variables.")

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.api_fuzz import fuzz_api
+from tests.api_fuzz import fuzz_api, fuzz_bodies
 from tests.harness import ApiClient, ServerProcess, create_open_task, partner_pair
 
 EXAMPLES = 120
+BODY_EXAMPLES = 80
 
 
 async def test_generated_documents_never_fail_inside(api: ApiClient, server: ServerProcess) -> None:
@@ -21,3 +22,10 @@ async def test_generated_documents_never_fail_inside(api: ApiClient, server: Ser
     report = await asyncio.to_thread(fuzz_api, server.url, owner_token, known, examples=EXAMPLES)
     print(report.requests, report.codes, f"slowest {report.slowest_seconds:.2f} s")
     assert report.requests >= EXAMPLES // 2  # hypothesis may stop early only when it runs out of new cases
+
+
+async def test_hostile_bodies_get_their_contract(api: ApiClient, server: ServerProcess) -> None:
+    token, _ = await api.register()
+    report = await asyncio.to_thread(fuzz_bodies, server.url, token, examples=BODY_EXAMPLES)
+    print(report.requests, report.codes, f"slowest {report.slowest_seconds:.2f} s")
+    assert report.requests >= BODY_EXAMPLES // 2

@@ -157,6 +157,66 @@ async def test_webp_bombs_are_refused_from_the_header_within_the_memory_budget(
     assert media_files(data_dir) == before
 
 
+@pytest.fixture(scope="module")
+def video_of_40_megapixels() -> bytes:
+    """4 frames of 6400x6240 (39.9 MP, under the photo budget) in about half a megabyte."""
+    return media_factory.large_frame_clip((6400, 6240))
+
+
+async def test_a_40_megapixel_video_is_refused_from_its_header_within_the_memory_budget(
+    deployment: tuple[ApiClient, ServerProcess, Path], video_of_40_megapixels: bytes
+) -> None:
+    api, server, data_dir = deployment
+    token, _ = await api.register()
+    instances = [(await create_open_task(api, token, "VIDEO"))[1] for _ in range(2)]
+    before = media_files(data_dir)
+    idle = api_rss_mb(server)
+
+    async def attack(instance_id: str) -> GraphQLFailure:
+        video = file_var(video_of_40_megapixels, "big.mp4")
+        with pytest.raises(GraphQLFailure) as failure:
+            await upload(api, SUBMIT_VIDEO, {"id": instance_id, "video": video}, token=token)
+        return failure.value
+
+    peak = 0.0
+
+    async def watch() -> None:
+        nonlocal peak
+        while True:
+            peak = max(peak, api_rss_mb(server))
+            await asyncio.sleep(0.02)
+
+    watcher = asyncio.create_task(watch())
+    try:
+        failures = await asyncio.gather(*(attack(i) for i in instances))  # two at once
+    finally:
+        watcher.cancel()
+    peak = max(peak, api_rss_mb(server))
+    assert {(f.code, f.field) for f in failures} == {("BAD_USER_INPUT", "video")}
+    assert "6400x6240" in failures[0].message and "8294400 pixels" in failures[0].message
+    print(f"API RSS {idle:.0f} MB before two 40 MP videos, {peak:.0f} MB at most while they were refused")
+    assert peak < RSS_BUDGET_MB, f"API RSS peaked at {peak:.0f} MB"
+    for instance_id in instances:
+        assert await verifications_of(api, token, instance_id) == {"status": "PENDING", "verifications": []}
+    assert media_files(data_dir) == before
+    # an ordinary video still passes
+    clip = file_var(media_factory.clip(3.0, seed=115), "clip.mp4")
+    proof = (await upload(api, SUBMIT_VIDEO, {"id": instances[0], "video": clip}, token=token))["submitVideo"]
+    assert (proof["status"], proof["instance"]["status"]) == ("ACCEPTED", "VERIFIED")
+
+
+async def test_a_4k_video_decodes_and_the_memory_is_given_back(api: ApiClient, server: ServerProcess) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "VIDEO", video={"minDurationSeconds": 1})
+    video = media_factory.large_frame_clip((3840, 2160), frames=20, fps=10)
+    idle = api_rss_mb(server)
+    result = await upload(api, SUBMIT_VIDEO, {"id": instance_id, "video": file_var(video)}, token=token)
+    assert result["submitVideo"]["status"] == "ACCEPTED"
+    after = api_rss_mb(server)
+    print(f"API RSS {idle:.0f} MB before a 4K video, {after:.0f} MB after")
+    assert after - idle < 64, f"API RSS {idle:.0f} MB before a 4K video, {after:.0f} MB after"
+
+
 async def test_outside_the_window_nothing_is_read_decoded_or_stored(api: ApiClient, data_dir: Path) -> None:
     token, _ = await api.register()
     _, instance_id = await create_open_task(

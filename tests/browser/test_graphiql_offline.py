@@ -46,12 +46,13 @@ SET_EDITOR = "arguments[0].CodeMirror.setValue(arguments[1]);"
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[WebDriver]:
+def browser() -> Iterator[webdriver.Chrome]:
     options = webdriver.ChromeOptions()
     assert CHROMIUM is not None and CHROMEDRIVER is not None
     options.binary_location = CHROMIUM
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # CSP violations land in the console
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         yield driver
@@ -103,7 +104,7 @@ def wait_for_response(browser: WebDriver, *texts: str, timeout: float = 30) -> N
 
 
 async def test_graphiql_queries_and_subscribes_offline(
-    browser: WebDriver, server: ServerProcess, worker: WorkerProcess, api: ApiClient
+    browser: webdriver.Chrome, server: ServerProcess, worker: WorkerProcess, api: ApiClient
 ) -> None:
     name = f"browser-{uuid.uuid4().hex[:8]}"
     token, _ = await api.register(name)
@@ -122,3 +123,7 @@ async def test_graphiql_queries_and_subscribes_offline(
     # the socket is authenticated by the same headers, sent as connection_init's payload
     await create_short_task(api, token, title=title)
     wait_for_response(browser, title, "MISSED")
+    # everything above ran under the page's Content-Security-Policy, which refused nothing it needs
+    log: list[dict[str, str]] = browser.get_log("browser")  # type: ignore[no-untyped-call]  # untyped in selenium
+    console = [entry["message"] for entry in log]
+    assert not [m for m in console if "Content Security Policy" in m], console

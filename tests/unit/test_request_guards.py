@@ -11,7 +11,14 @@ from schema.query_cost import QueryCost
 from schema.schema import schema
 from verification.errors import InvalidInput
 from verification.timezones import zone_of
-from web.request_json import MAX_NESTING, RefusedJSON, decode_request_json, nesting_depth
+from web.request_json import (
+    MAX_NESTING,
+    RefusedJSON,
+    body_kind,
+    decode_request_json,
+    json_kind,
+    nesting_depth,
+)
 
 
 def test_nesting_depth_ignores_brackets_inside_strings() -> None:
@@ -28,6 +35,22 @@ def test_decode_refuses_what_graphql_cannot_take() -> None:
         decode_request_json('{"variables": {"input": {"xs": [1, NaN]}}}')
     assert nan.value.field == "input.xs.1"
     assert decode_request_json('{"variables": {"n": 1.5, "m": 3}}') == {"variables": {"n": 1.5, "m": 3}}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"{}", b' \r\n\t{"a": 1}', b"\xef\xbb\xbf{}", b"[1]", b'"x"', b"-1", b"0.5", b"true", b"null", b""],
+)
+def test_a_body_kind_is_the_kind_its_decoded_value_has(body: bytes) -> None:
+    expected = json_kind(json.loads(body.decode("utf-8-sig"))) if body.strip() else "empty"
+    assert body_kind(body) == expected
+
+
+def test_a_body_that_is_not_utf8_is_refused_as_the_body() -> None:
+    with pytest.raises(RefusedJSON) as refused:
+        decode_request_json(b'{"query": "\xff"}')
+    assert refused.value.field == "body"
+    assert decode_request_json(b'\xef\xbb\xbf{"query": "\xc3\xa9"}') == {"query": "\u00e9"}
 
 
 @pytest.mark.parametrize("name", ["Europe", "Factory", "right/UTC", "posix/UTC", "x" * 300, "", "../../etc"])
