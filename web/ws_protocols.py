@@ -84,7 +84,8 @@ def _trusted(handler: Any) -> TrustedDocuments:
 def _with_document(frame: Any, trusted: TrustedDocuments) -> None:
     """Replace a persisted document id by its text (or raise DocumentRefused), in place."""
     payload = frame["payload"]
-    payload["query"] = trusted.document(payload.get("query"), persisted_id(payload))
+    # a socket is signed in from its connection_init on: the signed-in limits apply
+    payload["query"] = trusted.document(payload.get("query"), persisted_id(payload), anonymous=False)
 
 
 def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
@@ -103,7 +104,7 @@ def _admit(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | 
     hub = context.hub
     if context.session is None:
         return None
-    if not is_subscription(payload.get("query"), payload.get("operationName")):
+    if not is_subscription(payload.get("query"), payload.get("operationName"), context.resources.documents):
         return None
     viewer_id = str(context.session.user.id)
     refusal = hub.admit_subscription(viewer_id, context.settings.max_subscriptions_per_user)
