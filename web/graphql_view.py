@@ -163,6 +163,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             log.info("client error BAD_USER_INPUT %s", {"field": field, "status": e.status_code})
         except DocumentRefused as refused:
             status = {"PERSISTED_QUERY_NOT_FOUND": 404, "PAYLOAD_TOO_LARGE": 413}.get(refused.code, 400)
+            if refused.code == "GRAPHQL_VALIDATION_FAILED" and media_type != GRAPHQL_RESPONSE_JSON:
+                status = 200  # as every validation error under application/json
             response = error_response(
                 status, refused.code, refused.message, field=refused.field, media_type=media_type
             )
