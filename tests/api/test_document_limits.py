@@ -107,7 +107,8 @@ async def over_websocket(server: ServerProcess, token: str, document: str) -> di
     finally:
         await socket.close()
     assert (frame["type"], frame["id"]) == ("error", "1")
-    return frame["payload"][0]
+    error: dict[str, Any] = frame["payload"][0]
+    return error
 
 
 def refusal(answer: tuple[int, dict[str, Any]], status: int, code: str) -> str:
