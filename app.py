@@ -29,6 +29,7 @@ from services import access, accounts, feeds
 from services.decode_gate import DecodeGate
 from services.events import Announcer, use_announcer
 from services.media_storage import sweep_orphans_forever
+from services.name_lookups import NameLookups
 from services.passwords import PasswordHashing
 from settings import Settings, get_settings
 from storage.blobs import BlobStore
@@ -101,6 +102,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             # one per process: every request's media decodes share it
             decode_gate=DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue),
             documents=ValidDocuments(settings.document_cache_bytes),
+            name_lookups=NameLookups(),
         )
         sweep = start_media_sweep(settings)
         heap: AbstractAsyncContextManager[None] = nullcontext()
@@ -119,6 +121,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await close_redis()
             await close_database()
             resources.passwords.close()
+            resources.name_lookups.close()
 
     return Starlette(
         routes=[

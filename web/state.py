@@ -17,6 +17,7 @@ from realtime.hub import Hub
 from schema.parse_cache import ValidDocuments
 from services.decode_gate import DecodeGate
 from services.events import Announcer
+from services.name_lookups import NameLookups
 from services.passwords import PasswordHashing
 from settings import Settings
 
@@ -31,6 +32,7 @@ class ApiResources:
     passwords: PasswordHashing  # argon2's bounded thread pool
     decode_gate: DecodeGate  # the bound on concurrent media decodes
     documents: ValidDocuments  # parsed documents that passed validation, within a budget of bytes
+    name_lookups: NameLookups  # webhook hosts resolved at registration, on threads of their own
 
 
 class ApiState(TypedDict):
