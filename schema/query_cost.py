@@ -75,12 +75,10 @@ class QueryCost:
         return total
 
     def _field_cost(self, field: FieldNode, parent: GraphQLNamedType | None) -> int:
-        known = isinstance(parent, GraphQLObjectType) and field.name.value in parent.fields
-        if not known:
+        if not isinstance(parent, GraphQLObjectType) or field.name.value not in parent.fields:
             # unknown fields are another rule's to report; until then what they select costs as usual
             below = 0 if field.selection_set is None else self._selection_cost(field.selection_set, None)
             return 1 + below
-        assert isinstance(parent, GraphQLObjectType)
         definition = parent.fields[field.name.value]
         child = 0
         if field.selection_set is not None:
