@@ -121,6 +121,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await close_redis()
             await close_database()
             resources.passwords.close()
+            resources.documents.close()
             resources.name_lookups.close()
 
     return Starlette(
