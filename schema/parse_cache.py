@@ -87,14 +87,13 @@ def valid_documents(caller: object) -> ValidDocuments | None:
     return documents if isinstance(documents, ValidDocuments) else None
 
 
-def is_subscription(query: object, operation_name: object, documents: ValidDocuments) -> bool:
+async def is_subscription(query: object, operation_name: object, documents: ValidDocuments) -> bool:
     """Whether a document's chosen operation is a subscription (False when it does not parse: the normal
     path reports that). Its text is bounded by then (schema/document_limits.py)."""
     if not isinstance(query, str):
         return False
-    try:
-        document = documents.get(query) or parse(query)
-    except GraphQLError:
+    document = await documents.parsed(query)
+    if document is None:
         return False
     name = operation_name if isinstance(operation_name, str) else None
     operation = get_operation_ast(document, name)
