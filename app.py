@@ -23,6 +23,7 @@ from realtime.hub import Hub
 from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
 from runtime import close_database, configure_logging, open_database
+from schema.parse_cache import ValidDocuments
 from schema.schema import schema
 from services import access, accounts, feeds
 from services.decode_gate import DecodeGate
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             passwords=PasswordHashing(settings.password_hash_threads, settings.password_hash_queue),
             # one per process: every request's media decodes share it
             decode_gate=DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue),
+            documents=ValidDocuments(settings.document_cache_bytes),
             name_lookups=NameLookups(),
         )
         sweep = start_media_sweep(settings)
@@ -119,6 +121,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await close_redis()
             await close_database()
             resources.passwords.close()
+            resources.documents.close()
             resources.name_lookups.close()
 
     return Starlette(

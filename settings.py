@@ -72,6 +72,13 @@ class Settings(BaseSettings):
     mail_sweep_seconds: float = 60.0  # how often each worker resends mail whose message never left
 
     max_query_cost: int = 20_000  # fields a document may resolve, list sizes multiplied through nesting
+    max_document_bytes: int = 16 * 1024  # a document's text (persisted documents exempt), before parsing
+    max_document_tokens: int = 5000  # a document's tokens (persisted documents exempt), before parsing
+    max_document_fields: int = 2000  # fields an operation selects, fragments expanded, before validation
+    anonymous_max_document_bytes: int = 4 * 1024  # the same three for callers without credentials
+    anonymous_max_document_tokens: int = 1000
+    anonymous_max_document_fields: int = 500
+    document_cache_bytes: int = 32 * 1024 * 1024  # parsed valid documents kept per API process (estimated)
     max_tasks_per_user: int = 200  # tasks not deleted
     max_proof_attempts: int = 20  # proofs (accepted or not) per instance
     max_invites_per_day: int = 20  # invites a user sends in any 24 hours

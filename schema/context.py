@@ -67,6 +67,10 @@ class Context:
             return bearer_token(params.get("Authorization") or params.get("authorization"))
         return bearer_token(self.request.headers.get("authorization"))
 
+    def is_anonymous(self) -> bool:
+        """No credentials presented (a socket always has them): the tightest document limits apply."""
+        return self.session is None and self.token() is None
+
     async def authenticate(self) -> Session:
         """The caller's session (cached for the request); UNAUTHENTICATED without a valid token."""
         if self.session is None:

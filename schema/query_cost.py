@@ -63,7 +63,7 @@ class QueryCost:
             return 0
         return self._selection_cost(operation.selection_set, root)
 
-    def _selection_cost(self, selection_set: SelectionSetNode, parent: GraphQLNamedType) -> int:
+    def _selection_cost(self, selection_set: SelectionSetNode, parent: GraphQLNamedType | None) -> int:
         total = 0
         for selection in selection_set.selections:
             if isinstance(selection, FieldNode):
@@ -74,18 +74,20 @@ class QueryCost:
                 total += self._fragment_cost(selection.name.value, parent)
         return total
 
-    def _field_cost(self, field: FieldNode, parent: GraphQLNamedType) -> int:
+    def _field_cost(self, field: FieldNode, parent: GraphQLNamedType | None) -> int:
         if not isinstance(parent, GraphQLObjectType) or field.name.value not in parent.fields:
-            return 0  # unknown fields are another rule's to report
+            # unknown fields are another rule's to report; until then what they select costs as usual
+            below = 0 if field.selection_set is None else self._selection_cost(field.selection_set, None)
+            return 1 + below
         definition = parent.fields[field.name.value]
         child = 0
         if field.selection_set is not None:
             child = self._selection_cost(field.selection_set, get_named_type(definition.type))
         return self._multiplier(field, definition, parent) * (1 + child)
 
-    def _fragment_cost(self, name: str, parent: GraphQLNamedType) -> int:
+    def _fragment_cost(self, name: str, parent: GraphQLNamedType | None) -> int:
         """Each fragment is costed once per parent type, so spreading it many times stays cheap to check."""
-        key = (name, parent.name)
+        key = (name, parent.name if parent is not None else "")
         if key not in self._fragment_costs:
             fragment = self.fragments.get(name)
             self._fragment_costs[key] = 0  # a cycle (refused by another rule) adds nothing
@@ -96,8 +98,8 @@ class QueryCost:
         return self._fragment_costs[key]
 
     def _condition(
-        self, fragment: InlineFragmentNode | FragmentDefinitionNode, parent: GraphQLNamedType
-    ) -> GraphQLNamedType:
+        self, fragment: InlineFragmentNode | FragmentDefinitionNode, parent: GraphQLNamedType | None
+    ) -> GraphQLNamedType | None:
         if fragment.type_condition is None:
             return parent
         return self.schema.get_type(fragment.type_condition.name.value) or parent
@@ -115,7 +117,8 @@ class QueryCost:
         given = [size for size in sizes if size is not None]
         if not given:
             return None
-        return max(0, min(max(given), MAX_PAGE))
+        # a page of 0 or less still resolves the field and validates all below it: never priced at 0
+        return max(1, min(max(given), MAX_PAGE))
 
     def _argument_value(self, field: FieldNode, definition: GraphQLField, name: str) -> int | None:
         argument = definition.args.get(name)
@@ -144,8 +147,8 @@ def over_budget(
 ) -> list[GraphQLError]:
     """An error for each operation of the document whose cost exceeds the budget (none when all fit).
 
-    It runs before the document's other rules (an unknown field or fragment simply costs nothing), so a
-    document over the budget is refused without being validated."""
+    It runs before the spec's rules (an unknown field costs like a known one of size 1, an unknown fragment
+    nothing), so a document over the budget is refused without being validated."""
     fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
     errors = []
     for node in document.definitions:
@@ -172,7 +175,8 @@ class QueryCostLimiter(SchemaExtension):
     def on_validate(self) -> Iterator[None]:
         context = self.execution_context
         budget: int | None = getattr(getattr(context.context, "settings", None), "max_query_cost", None)
-        if budget is not None and context.graphql_document is not None:
+        refused = bool(context.pre_execution_errors)  # by the document's shape: no need to price it
+        if budget is not None and context.graphql_document is not None and not refused:
             errors = over_budget(
                 context.schema._schema, context.graphql_document, context.variables or {}, budget
             )

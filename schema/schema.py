@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import strawberry
-from strawberry.extensions import AddValidationRules, MaxAliasesLimiter, QueryDepthLimiter
+from strawberry.extensions import AddValidationRules
 from strawberry.schema.config import StrawberryConfig
 
 from resolvers.accounts import AccountMutations, AccountQueries
@@ -14,6 +14,7 @@ from resolvers.proofs import ProofMutations
 from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import TaskMutations, TaskQueries
 from resolvers.webhooks import WebhookMutations, WebhookQueries
+from schema.document_shape import DocumentShapeLimits
 from schema.errors import ErrorCodes, ProofloopSchema
 from schema.execution import ProofloopExecutionContext
 from schema.input_guards import ArgumentGuards
@@ -23,9 +24,6 @@ from schema.parse_cache import SharedParses
 from schema.query_cost import QueryCostLimiter
 from schema.scalars import SCALAR_OVERRIDES
 from schema.shared_validation import SharedValidation
-
-MAX_DEPTH = 10
-MAX_ALIASES = 30
 
 
 @strawberry.type
@@ -58,11 +56,11 @@ schema = ProofloopSchema(
         # thousands of subscriptions send the same few documents: one parse, one shared AST each
         SharedParses,
         OperationMetrics,
-        lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
-        lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
-        lambda: AddValidationRules([OneMediaUploadPerDocument]),
-        # a document that passed the rules above once is not judged by them again
+        # a document that passed the rules below once is not judged by them again
         SharedValidation,
+        # depth, aliases, fields, duplicates: linear, and before the spec's rules that are not
+        DocumentShapeLimits,
+        lambda: AddValidationRules([OneMediaUploadPerDocument]),
         QueryCostLimiter,  # its budget is PROOFLOOP_MAX_QUERY_COST, read from the request's settings
         ArgumentGuards,
         ErrorCodes,

@@ -1,37 +1,33 @@
 """One validation per distinct valid document: clients send the same few documents again and again.
 
-The validation rules (the spec's, depth, aliases, one upload per document) read nothing but the document
-and the schema, so a text that passed them once passes again: it skips them. Measured: a document of 30
-`createTask` aliases took longer to validate than to run. What reads the request (the query cost, from
-its variables) is judged each time (schema/query_cost.py); documents that fail are judged each time too,
-so no error object is shared between requests.
+The validation rules (the document's shape, the spec's, one upload per document) read nothing but the
+document and the schema, so a text that passed them once passes again: it skips them. Measured: a document
+of 30 `createTask` aliases took longer to validate than to run. What reads the request (the query cost,
+from its variables) is judged each time (schema/query_cost.py); documents that fail are judged each time
+too, so no error object is shared between requests. A document that passed is kept, parsed, in the
+process's store of valid documents (schema/parse_cache.py), and its text then skips the parser too.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator
 
 from strawberry.extensions import SchemaExtension
 
-VALID_DOCUMENTS = 256  # like the parse cache (schema/parse_cache.py)
-
-_valid: OrderedDict[str, None] = OrderedDict()
+from schema.parse_cache import valid_documents
 
 
 class SharedValidation(SchemaExtension):
     def on_validate(self) -> Iterator[None]:
         context = self.execution_context
-        query = context.query
-        if query is None:
+        query, document = context.query, context.graphql_document
+        documents = valid_documents(context.context)
+        if query is None or document is None or documents is None:
             yield
             return
-        known = query in _valid
+        known = documents.get(query) is document
         if known and context.pre_execution_errors is None:
-            _valid.move_to_end(query)
             context.pre_execution_errors = []  # Strawberry then skips its own validation
         yield
         if not known and context.pre_execution_errors == []:
-            _valid[query] = None
-            if len(_valid) > VALID_DOCUMENTS:
-                _valid.popitem(last=False)
+            documents.keep(query, document)

@@ -34,6 +34,7 @@ from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UnsetType
 
 from schema.context import Context
+from services.accounts import bearer_token
 from services.errors import Unauthenticated
 from settings import Settings
 from web.graphiql import graphiql_response
@@ -161,7 +162,9 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 response.headers["allow"] = "POST"
             log.info("client error BAD_USER_INPUT %s", {"field": field, "status": e.status_code})
         except DocumentRefused as refused:
-            status = 404 if refused.code == "PERSISTED_QUERY_NOT_FOUND" else 400
+            status = {"PERSISTED_QUERY_NOT_FOUND": 404, "PAYLOAD_TOO_LARGE": 413}.get(refused.code, 400)
+            if refused.code == "GRAPHQL_VALIDATION_FAILED" and media_type != GRAPHQL_RESPONSE_JSON:
+                status = 200  # as every validation error under application/json
             response = error_response(
                 status, refused.code, refused.message, field=refused.field, media_type=media_type
             )
@@ -211,7 +214,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             document_id = persisted_id(await self._raw_body(request)) or persisted_id(
                 {"extensions": data.extensions}
             )
-            data.query = self.trusted_documents.document(data.query, document_id)
+            anonymous = bearer_token(request.headers.get("authorization")) is None
+            data.query = self.trusted_documents.document(data.query, document_id, anonymous=anonymous)
         return data
 
     async def _raw_body(self, request: AsyncHTTPRequestAdapter) -> dict[str, object]:

@@ -5,6 +5,7 @@ A request names one by `documentId` (GraphQL-over-HTTP persisted documents, Rela
 object `{id: document}` (Relay) or Apollo's `{"format": "apollo-persisted-query-manifest", "operations":
 [{"id", "body"}]}`; every document is also found by the SHA-256 of its text. With
 PROOFLOOP_PERSISTED_DOCUMENTS_ONLY, a document that is not in the manifest is refused on every transport.
+Every other document is bounded here, before anything parses it (schema/document_limits.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from schema.document_limits import DocumentLimits, size_refusal, token_refusal
 from settings import Settings
 
 
@@ -51,19 +53,24 @@ def persisted_id(body: Mapping[str, object]) -> str | None:
 
 @dataclass(frozen=True)
 class TrustedDocuments:
+    signed_in: DocumentLimits
+    anonymous: DocumentLimits
     by_id: Mapping[str, str] = field(default_factory=dict)
     only: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TrustedDocuments:
+        signed_in = DocumentLimits.for_caller(settings, anonymous=False)
+        anonymous = DocumentLimits.for_caller(settings, anonymous=True)
         if settings.persisted_documents is None:
-            return cls(only=settings.persisted_documents_only)
+            return cls(signed_in, anonymous, only=settings.persisted_documents_only)
         entries = _manifest_entries(json.loads(Path(settings.persisted_documents).read_text()))
         by_id = {**{sha256_of(doc): doc for doc in entries.values()}, **entries}
-        return cls(by_id, only=settings.persisted_documents_only)
+        return cls(signed_in, anonymous, by_id, only=settings.persisted_documents_only)
 
-    def document(self, query: str | None, document_id: str | None) -> str | None:
-        """The document to run: PERSISTED_QUERY_NOT_FOUND for an unknown id, FORBIDDEN for untrusted text."""
+    def document(self, query: str | None, document_id: str | None, *, anonymous: bool) -> str | None:
+        """The document to run: PERSISTED_QUERY_NOT_FOUND for an unknown id, FORBIDDEN for untrusted text,
+        PAYLOAD_TOO_LARGE or GRAPHQL_VALIDATION_FAILED for text over the caller's size or token limit."""
         if document_id is not None:
             key = document_id.removeprefix("sha256:")
             known = self.by_id.get(key)
@@ -74,6 +81,13 @@ class TrustedDocuments:
                     "BAD_USER_INPUT", "the query does not match the persisted document", "query"
                 )
             return known
-        if query is not None and self.only and self.by_id.get(sha256_of(query)) != query:
+        if query is None or (self.by_id and self.by_id.get(sha256_of(query)) == query):
+            return query  # a persisted document is known: no limit of size
+        if self.only:
             raise DocumentRefused("FORBIDDEN", "this server runs only persisted documents")
+        limits = self.anonymous if anonymous else self.signed_in
+        if too_large := size_refusal(query, limits, anonymous=anonymous):
+            raise DocumentRefused("PAYLOAD_TOO_LARGE", too_large, "query")
+        if too_many := token_refusal(query, limits, anonymous=anonymous):
+            raise DocumentRefused("GRAPHQL_VALIDATION_FAILED", too_many)
         return query

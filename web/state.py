@@ -14,6 +14,7 @@ from starlette.requests import HTTPConnection
 from tortoise.backends.base.client import BaseDBAsyncClient
 
 from realtime.hub import Hub
+from schema.parse_cache import ValidDocuments
 from services.decode_gate import DecodeGate
 from services.events import Announcer
 from services.name_lookups import NameLookups
@@ -30,6 +31,7 @@ class ApiResources:
     announcer: Announcer  # how this process's commits announce their events (it waits)
     passwords: PasswordHashing  # argon2's bounded thread pool
     decode_gate: DecodeGate  # the bound on concurrent media decodes
+    documents: ValidDocuments  # parsed documents that passed validation, within a budget of bytes
     name_lookups: NameLookups  # webhook hosts resolved at registration, on threads of their own
 
 

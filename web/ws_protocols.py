@@ -84,7 +84,8 @@ def _trusted(handler: Any) -> TrustedDocuments:
 def _with_document(frame: Any, trusted: TrustedDocuments) -> None:
     """Replace a persisted document id by its text (or raise DocumentRefused), in place."""
     payload = frame["payload"]
-    payload["query"] = trusted.document(payload.get("query"), persisted_id(payload))
+    # a socket is signed in from its connection_init on: the signed-in limits apply
+    payload["query"] = trusted.document(payload.get("query"), persisted_id(payload), anonymous=False)
 
 
 def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
@@ -94,7 +95,7 @@ def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
 Release = Callable[[], None]
 
 
-def _admit(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | Release | None:
+async def _admit(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | Release | None:
     """Count a subscription against its user's quota from its frame on, before it is validated or run: a
     burst of frames must not cost a whole operation each before the first of them is registered (the
     resolver checks again, exactly). An error past the quota; else what to call once the operation ends
@@ -103,7 +104,8 @@ def _admit(handler: Any, payload: Mapping[str, Any]) -> GraphQLFormattedError | 
     hub = context.hub
     if context.session is None:
         return None
-    if not is_subscription(payload.get("query"), payload.get("operationName")):
+    query, operation_name = payload.get("query"), payload.get("operationName")
+    if not await is_subscription(query, operation_name, context.resources.documents):
         return None
     viewer_id = str(context.session.user.id)
     refusal = hub.admit_subscription(viewer_id, context.settings.max_subscriptions_per_user)
@@ -146,7 +148,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                     {"id": message["id"], "type": "error", "payload": [_refusal(refused)]}
                 )
                 return
-            admitted = _admit(self, message["payload"])
+            admitted = await _admit(self, message["payload"])
             if isinstance(admitted, dict):
                 await self.send_message({"id": message["id"], "type": "error", "payload": [admitted]})
                 await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
@@ -192,7 +194,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
                 error = ErrorMessage(type="error", id=message["id"], payload=_refusal(refused))
                 await self.send_message(error)
                 return
-            admitted = _admit(self, message["payload"])
+            admitted = await _admit(self, message["payload"])
             if isinstance(admitted, dict):
                 await self.send_message(ErrorMessage(type="error", id=message["id"], payload=admitted))
                 await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between

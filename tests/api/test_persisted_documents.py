@@ -21,6 +21,8 @@ ME_ID = "me-v1"
 REGISTER = """mutation Register($e: String!, $p: String!, $n: String!) {
   register(email: $e, password: $p, displayName: $n) { token user { id } } }"""
 REGISTER_HASH = hashlib.sha256(REGISTER.encode()).hexdigest()
+# over every size and token limit: a persisted document is known, so none applies to it
+BIG = "query Big { me { id } }\n#" + "x" * 40_000
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +39,7 @@ def trusted_api(
                 "operations": [
                     {"id": ME_ID, "name": "Me", "type": "query", "body": ME},
                     {"id": "register-v1", "name": "Register", "type": "mutation", "body": REGISTER},
+                    {"id": "big-v1", "name": "Big", "type": "query", "body": BIG},
                 ],
             }
         )
@@ -87,6 +90,13 @@ async def test_persisted_documents_run_by_id_and_by_hash(trusted_api: ServerProc
     assert over_get.json() == by_id.json()
     # the document's own text is trusted too (a client that sends both)
     assert (await post(trusted_api, {"query": ME}, token)).json() == by_id.json()
+
+
+async def test_persisted_documents_are_exempt_from_the_document_limits(trusted_api: ServerProcess) -> None:
+    token, _ = await registered(trusted_api)
+    for body in ({"documentId": "big-v1"}, {"query": BIG}):
+        assert (await post(trusted_api, body, token)).json()["data"]["me"]["id"]
+        assert (await post(trusted_api, body)).json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
 
 
 async def test_unknown_ids_and_untrusted_documents_are_refused(trusted_api: ServerProcess) -> None:

@@ -86,3 +86,11 @@ def test_fragment_spreads_cost_once_to_compute() -> None:
         )
     document = "{ tasks(first: 1) { edges { node { ...F39 } } } }\n" + "\n".join(levels)
     assert cost(document) > 0
+
+
+def test_no_subtree_is_priced_at_zero() -> None:
+    under = "edges { node { upcoming(first: 100) } }"
+    # an empty or negative page, or a field the schema does not have, still costs what it selects
+    assert cost(f"{{ tasks(first: 0) {{ {under} }} }}") == cost(f"{{ tasks(first: 1) {{ {under} }} }}")
+    assert cost(f"{{ tasks(first: -5) {{ {under} }} }}") == cost(f"{{ tasks(first: 1) {{ {under} }} }}")
+    assert cost("{ nosuchfield { a b { c } } }") == 4

@@ -1,0 +1,174 @@
+"""Hostile documents against the default settings, on PostgreSQL and on the embedded default, printing for
+each attack: the API's CPU seconds, its peak RSS, the slowest /healthz answer while it ran (the event
+loop's worst stall), how long another user's ordinary requests took meanwhile (p50 / max), and the answers.
+
+`python -m bench.abuse_documents` (1 to 3 minutes) on a private PostgreSQL database and redis-server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import websockets
+
+from bench.abuse import Figures, measure
+from bench.live_env import private_redis
+from tests.harness import ApiClient, ServerProcess, free_port, migrated_database, run_cli
+
+MAX_DOCUMENT_BYTES = 16 * 1024  # PROOFLOOP_MAX_DOCUMENT_BYTES' default
+SUBSCRIBE_HEAD = "subscription { verificationEvents { ...F0 } }"
+
+
+def fragment_bomb(head: str = "query { nosuchfield { ...F0 } }", on: str = "User", levels: int = 30) -> str:
+    chain = " ".join(f"fragment F{k} on {on} {{ ...F{k + 1} ...F{k + 1} }}" for k in range(levels))
+    return f"{head} {chain} fragment F{levels} on {on} {{ id }}"
+
+
+def heavy_document(n: int) -> str:
+    """Aliases up to the size limit (~3,700 tokens): parsed, then refused for its aliases."""
+    parts, size = ["{ me {"], 6
+    while size + 40 < MAX_DOCUMENT_BYTES:
+        parts.append(f"a{n}x{len(parts):05}: id")
+        size += len(parts[-1]) + 1
+    return " ".join(parts) + " } }"
+
+
+def padded_valid_document(n: int) -> str:
+    head = f"query Padded{n} {{ me {{ id }} }}\n#"
+    return head + "x" * (MAX_DOCUMENT_BYTES - len(head))
+
+
+async def post(client: httpx.AsyncClient, document: str, token: str | None) -> str:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    response = await client.post("/graphql", json={"query": document}, headers=headers)
+    return _code(response)
+
+
+def _code(response: httpx.Response) -> str:
+    errors = response.json().get("errors")
+    code = str(errors[0]["extensions"]["code"]) if errors else "OK"
+    return f"{response.status_code} {code}"
+
+
+def tally(codes: list[str]) -> str:
+    return ", ".join(f"{code} x{count}" for code, count in sorted(Counter(codes).items()))
+
+
+async def fragment_bombs(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """The 2^30 bomb 20 times each over POST and GET (anonymous), and in websocket subscribe frames."""
+    bomb = fragment_bomb()
+    codes = []
+    async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
+        for _ in range(20):
+            codes.append("POST " + await post(client, bomb, None))
+            response = await client.get(
+                "/graphql", params={"query": bomb}, headers={"accept": "application/json"}
+            )
+            codes.append("GET " + _code(response))
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(url, subprotocols=[websockets.Subprotocol("graphql-transport-ws")]) as ws:
+        await ws.send(
+            json.dumps({"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}})
+        )
+        await ws.recv()
+        subscription = fragment_bomb(SUBSCRIBE_HEAD, "VerificationEvent")
+        for n in range(20):
+            payload: dict[str, Any] = {"query": subscription}
+            await ws.send(json.dumps({"id": str(n), "type": "subscribe", "payload": payload}))
+            frame = json.loads(await ws.recv())
+            codes.append(f"WS {frame['type']} {frame['payload'][0]['extensions']['code']}")
+    return tally(codes)
+
+
+async def distinct_documents(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """1,000 distinct 16 KiB documents, 4 at a time: odd ones ~3,700 tokens refused, even ones valid."""
+    gate = asyncio.Semaphore(4)
+    async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
+
+        async def one(n: int) -> str:
+            async with gate:
+                return await post(client, heavy_document(n) if n % 2 else padded_valid_document(n), token)
+
+        return tally(await asyncio.gather(*(one(n) for n in range(1000))))
+
+
+async def unused_fragments(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """Ten 1 MiB documents of 33,000 unused fragments (half of them anonymous)."""
+    fragments = " ".join(f"fragment U{n:05} on User {{ id }}" for n in range(33_000))
+    document = f"{{ me {{ id }} }} {fragments}"
+    async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
+        return tally([await post(client, document, token if n % 2 else None) for n in range(10)])
+
+
+async def duplicate_fields(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """Ten documents of 40,000 duplicate fields under tasks(first: 0), then twenty of 1,900 (within size)."""
+
+    def duplicates(n: int) -> str:
+        return "{ tasks(first: 0) { edges { node { " + " id" * n + " } } } }"
+
+    async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
+        codes = [await post(client, duplicates(40_000), token) for _ in range(10)]
+        codes += [await post(client, duplicates(1900), token) for _ in range(20)]
+    return tally(codes)
+
+
+Attack = Callable[[ServerProcess, ApiClient, str], Awaitable[str]]
+ATTACKS: list[tuple[str, Attack]] = [
+    ("fragment bomb, 2^30 expansions: 20 POST + 20 GET + 20 websocket frames", fragment_bombs),
+    ("1,000 distinct 16 KiB documents", distinct_documents),
+    ("1 MiB of 33,000 unused fragments x 10", unused_fragments),
+    ("duplicate fields under tasks(first: 0): 40,000 x 10, 1,900 x 20", duplicate_fields),
+]
+
+
+async def run_attack(server: ServerProcess, attack: Attack) -> Figures:
+    api = ApiClient(server.url)
+
+    async def prepare() -> str:
+        token, _ = await api.register()
+        return token
+
+    return await measure(server, attack, prepare)
+
+
+def report(deployment: str, figures: list[tuple[str, Figures]]) -> None:
+    print(f"\n{deployment}")
+    print(f"  {'CPU s':>7} {'RSS MB':>7} {'healthz max ms':>15} {'others p50/max ms':>18}  attack: answers")
+    for name, f in figures:
+        print(
+            f"  {f.cpu_seconds:7.2f} {f.rss_peak_mb:7.0f} {f.healthz_max_ms:15.0f}"
+            f" {f.other_p50_ms:8.0f} / {f.other_max_ms:<7.0f}  {name}: {f.outcome}"
+        )
+
+
+def run_all(server: ServerProcess, deployment: str) -> None:
+    report(deployment, [(name, asyncio.run(run_attack(server, attack))) for name, attack in ATTACKS])
+
+
+def main() -> int:
+    with migrated_database("proofloop_abuse_documents") as database_url, private_redis() as redis_port:
+        env = {
+            "PROOFLOOP_DATABASE_URL": database_url,
+            "PROOFLOOP_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+            "PROOFLOOP_DATA_DIR": tempfile.mkdtemp(prefix="proofloop-abuse-documents-"),
+            "PROOFLOOP_SECRET_KEY": "bench",
+        }
+        with ServerProcess(env, port=free_port()) as server:
+            run_all(server, "PostgreSQL + Redis, default settings")
+    embedded = {"PROOFLOOP_DATA_DIR": tempfile.mkdtemp(prefix="proofloop-abuse-embedded-")}
+    embedded["PROOFLOOP_SECRET_KEY"] = "bench"
+    run_cli(["migrate"], embedded)
+    with ServerProcess(embedded, port=free_port()) as server:
+        run_all(server, "embedded default (SQLite + embedded Redis), default settings")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
