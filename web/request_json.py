@@ -17,7 +17,8 @@ from typing import Any
 MAX_NESTING = 32
 # Python refuses to convert integers over 4,300 digits (ValueError, not a decode error); no Int needs 32.
 MAX_INT_DIGITS = 32
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# unrolled (normal* (special normal*)*): an alternation per character took 160 ms on 1 MiB, this 4 ms
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _OPENERS = (ord("["), ord("{"))
 _JSON_WHITESPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
