@@ -43,12 +43,20 @@ from verification.recurrence_budget import (
     check_density,
     check_sparsity,
 )
-from verification.rrule_expand import LAST_YEAR, Budget, RecurrenceTooCostly, walls_from
+from verification.rrule_expand import (
+    LAST_YEAR,
+    Budget,
+    RecurrenceTimedOut,
+    RecurrenceTooCostly,
+    walls_from,
+    walls_on_grid,
+)
 from verification.rrule_parse import Freq, Rule, ScheduleError, parse_rrule, rrule_error, zone_of
 
 __all__ = [
     "DEFAULT_BUDGET",
     "RecurrenceBudget",
+    "RecurrenceTimedOut",
     "RecurrenceTooCostly",
     "Schedule",
     "ScheduleError",
@@ -209,11 +217,18 @@ def _instants(
 
 
 def _produces_dtstart(rule: Rule, starts_at: datetime, zone: ZoneInfo, budget: Budget) -> bool:
-    """Whether the rule itself yields DTSTART (RFC 5545 leaves the set undefined when it does not)."""
+    """Whether the rule itself yields DTSTART (RFC 5545 leaves the set undefined when it does not): its wall
+    time, or the instant a wall time inside a spring-forward gap moves to (the rule's listed occurrence)."""
     if _steps_in_utc(rule):
         return True
     dtstart = starts_at.astimezone(zone).replace(tzinfo=None, microsecond=0)
-    return next(walls_from(rule, dtstart, dtstart, budget), None) == dtstart
+    earliest = _first_wall_needed(zone, starts_at - timedelta(seconds=1))
+    for wall in walls_on_grid(rule, dtstart, min(earliest, dtstart), budget):
+        if wall >= dtstart:
+            return wall == dtstart
+        if wall.replace(tzinfo=zone).astimezone(UTC) == starts_at:
+            return True
+    return False
 
 
 def _steps_in_utc(rule: Rule) -> bool:
@@ -263,12 +278,15 @@ def _wall_instants(
 
 
 def _first_wall_needed(zone: ZoneInfo, near: datetime) -> datetime:
-    """The earliest wall time whose instant can come after `near`: near's own, or earlier by a recent gap."""
+    """The earliest wall time whose instant can come after `near`: near's own, less any clock change nearby.
+
+    A recent gap moved earlier wall times forward past near; a coming fold repeats wall times (DTSTART may
+    be the second of two) that are earlier than near's own wall time in its first pass.
+    """
     offsets = [
-        (near - timedelta(days=days)).astimezone(zone).utcoffset() or timedelta(0) for days in (0, 1, 2)
+        (near + timedelta(days=days)).astimezone(zone).utcoffset() or timedelta(0) for days in (-2, -1, 0, 1)
     ]
-    moved_by = max(timedelta(0), offsets[0] - min(offsets))
-    return near.astimezone(zone).replace(tzinfo=None) - moved_by - timedelta(seconds=1)
+    return near.astimezone(zone).replace(tzinfo=None) - (max(offsets) - min(offsets)) - timedelta(seconds=1)
 
 
 def _sample(schedule: Schedule, zone: ZoneInfo, rule: Rule, budget: Budget) -> list[datetime]:
