@@ -40,7 +40,7 @@ class RecurrenceTimedOut(RuntimeError):
 
 
 class Budget:
-    """A hard limit on one call's work: calendar steps walked (the verdict), wall-clock seconds (a backstop)."""
+    """A hard limit on one call's work: calendar steps (the verdict) and wall-clock seconds (a backstop)."""
 
     def __init__(self, max_steps: int, max_seconds: float) -> None:
         self.max_steps = max_steps
