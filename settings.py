@@ -94,7 +94,7 @@ class Settings(BaseSettings):
     webhook_max_attempts: int = 8  # then the delivery is given up (proofloop_webhook_deliveries_total)
     webhook_backoff_seconds: float = 10.0  # before the 2nd attempt; doubling after each failure
     webhook_timeout_seconds: float = 5.0  # connect + response, per attempt
-    # tests only: also http:// and loopback receivers (private and reserved networks stay refused)
+    # `proofloop dev` and tests: also http:// to localhost, 127.0.0.1, [::1] (every other rule stays)
     webhook_allow_insecure: bool = False
     # client-side bounds: a paused or unreachable server fails fast instead of hanging its callers
     database_connect_timeout_seconds: float = 5.0

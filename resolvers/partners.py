@@ -3,6 +3,7 @@ from __future__ import annotations
 import strawberry
 
 from resolvers.permissions import IsAuthenticated
+from resolvers.tasks import horizon_day
 from schema.context import Info
 from schema.types.partnership import Partnership
 from services import partners
@@ -29,10 +30,12 @@ class PartnerMutations:
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def respond_to_invite(self, info: Info, partnership_id: strawberry.ID, accept: bool) -> Partnership:
-        row = await partners.respond_to_invite(await info.context.viewer(), str(partnership_id), accept)
+        viewer, day = await info.context.viewer(), horizon_day(info.context.settings)
+        row = await partners.respond_to_invite(viewer, str(partnership_id), accept, day=day)
         return Partnership(row=row)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def remove_partner(self, info: Info, partnership_id: strawberry.ID) -> bool:
-        await partners.remove_partner(await info.context.viewer(), str(partnership_id))
+        viewer, day = await info.context.viewer(), horizon_day(info.context.settings)
+        await partners.remove_partner(viewer, str(partnership_id), day=day)
         return True

@@ -28,12 +28,36 @@ NEVER = datetime.max.replace(tzinfo=UTC)
 OWNER_ONLY_EVENTS = (EventType.DUE_SOON,)
 
 
+def watching(now: datetime) -> Q:
+    """Partnerships whose partner watches at `now`: ACTIVE, and a removal waiting out the owner's
+    commitment horizon has not come yet (until then the partner keeps watching and deciding)."""
+    removal_to_come = Q(removal_effective_at=None) | Q(removal_effective_at__gt=now)
+    return Q(status=PartnershipStatus.ACTIVE) & removal_to_come
+
+
+def deciding(now: datetime) -> Q:
+    """Partnerships whose partner may decide reviews and appeals at `now`: watching, and not a new
+    partner still held back by the owner's horizon."""
+    return watching(now) & (Q(decides_from=None) | Q(decides_from__lte=now))
+
+
+def vouching(now: datetime) -> Q:
+    """Partnerships that let a review's timeout approve: deciding, and not being removed by the owner
+    (a default approval stands in for a partner's trust; one the owner is removing no longer gives it)."""
+    return deciding(now) & Q(removal_effective_at=None)
+
+
+async def has_deciding_partner(user_id: object, now: datetime) -> bool:
+    return await Partnership.filter(deciding(now), user_id=user_id).exists()
+
+
 @dataclass(frozen=True)
 class Access:
     """What one viewer may read: their own, and each watched user's from `since[user_id]` on."""
 
     viewer_id: str
     since: Mapping[str, datetime] = field(default_factory=dict)
+    deciding: frozenset[str] = frozenset()  # of the watched users, those whose reviews the viewer decides
 
     @property
     def partnered_user_ids(self) -> frozenset[str]:
@@ -51,6 +75,10 @@ class Access:
     def partners(self, user_id: object) -> bool:
         """Whether the viewer actively partners for `user_id`."""
         return str(user_id) in self.since
+
+    def decides_for(self, user_id: object) -> bool:
+        """Whether the viewer may decide `user_id`'s reviews and appeals now."""
+        return str(user_id) in self.deciding
 
     def sees_user(self, user_id: object) -> bool:
         return self.owns(user_id) or self.partners(user_id)
@@ -90,13 +118,20 @@ class Access:
 
 async def access_of(viewer_ids: Collection[str]) -> dict[str, Access]:
     """Each viewer's Access, in one statement for any number of viewers."""
+    now = datetime.now(UTC)
     since: dict[str, dict[str, datetime]] = {viewer_id: {} for viewer_id in viewer_ids}
-    rows = await Partnership.filter(
-        partner_id__in=list(viewer_ids), status=PartnershipStatus.ACTIVE
-    ).values_list("partner_id", "user_id", "responded_at", "created_at")
-    for partner_id, user_id, responded_at, created_at in rows:
+    decides: dict[str, set[str]] = {viewer_id: set() for viewer_id in viewer_ids}
+    rows = await Partnership.filter(watching(now), partner_id__in=list(viewer_ids)).values_list(
+        "partner_id", "user_id", "responded_at", "created_at", "decides_from"
+    )
+    for partner_id, user_id, responded_at, created_at, decides_from in rows:
         since[str(partner_id)][str(user_id)] = responded_at or created_at
-    return {viewer_id: Access(viewer_id, since[viewer_id]) for viewer_id in viewer_ids}
+        if decides_from is None or decides_from <= now:
+            decides[str(partner_id)].add(str(user_id))
+    return {
+        viewer_id: Access(viewer_id, since[viewer_id], frozenset(decides[viewer_id]))
+        for viewer_id in viewer_ids
+    }
 
 
 async def access_for(viewer_id: str) -> Access:
@@ -109,7 +144,7 @@ async def watchers_of(user_ids: Collection[str]) -> dict[str, set[str]]:
     watchers: dict[str, set[str]] = defaultdict(set)
     if not user_ids:
         return watchers
-    rows = await Partnership.filter(user_id__in=list(user_ids), status=PartnershipStatus.ACTIVE).values_list(
+    rows = await Partnership.filter(watching(datetime.now(UTC)), user_id__in=list(user_ids)).values_list(
         "user_id", "partner_id"
     )
     for user_id, partner_id in rows:
@@ -128,7 +163,9 @@ def pushed_to(event: Event, watchers: Collection[str]) -> set[str]:
 
 
 async def is_active_partner(partner_id: str, user_id: str) -> bool:
-    return await Partnership.exists(user_id=user_id, partner_id=partner_id, status=PartnershipStatus.ACTIVE)
+    return await Partnership.filter(
+        watching(datetime.now(UTC)), user_id=user_id, partner_id=partner_id
+    ).exists()
 
 
 async def require_visible_task(access: Access, task_id: str) -> Task:

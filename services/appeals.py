@@ -13,8 +13,6 @@ from datetime import datetime, timedelta
 from models import (
     EventType,
     InstanceStatus,
-    Partnership,
-    PartnershipStatus,
     RejectionReason,
     Task,
     TaskInstance,
@@ -23,7 +21,7 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.access import is_active_partner
+from services.access import has_deciding_partner, is_active_partner
 from services.chain import ChainTiming, lock_task, move_fire_at
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
@@ -86,8 +84,8 @@ async def appeal(
     """Open the appeal's review; CONFLICT when not settled, already appealed, or past the window."""
     note = check_note(note, "note")
     instance, task = await _appealed_instance(viewer, verification_id, instance_id)
-    if not await Partnership.exists(user_id=viewer.id, status=PartnershipStatus.ACTIVE):
-        raise Conflict("an appeal needs at least one ACTIVE partner to decide it")
+    if not await has_deciding_partner(viewer.id, arrival):
+        raise Conflict("an appeal needs at least one ACTIVE partner able to decide it")
     async with write_transaction():
         task = await lock_task(str(task.id))
         await instance.refresh_from_db()

@@ -18,6 +18,7 @@ from tortoise.expressions import F
 from models import (
     EventType,
     InstanceStatus,
+    Partnership,
     RejectionReason,
     ReviewTimeoutPolicy,
     Task,
@@ -27,6 +28,7 @@ from models import (
     VerificationStatus,
 )
 from observability.metrics import observe_settlement
+from services.access import vouching
 from services.chain_links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain_links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain_links import LINK_BATCH as LINK_BATCH
@@ -271,8 +273,13 @@ def decided_event(review: Verification | None, approve: bool) -> EventType:
 
 
 async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link_no: int) -> FireOutcome:
-    """At the review deadline the task's onTimeout policy decides the pending review."""
-    approve = task.review_on_timeout == ReviewTimeoutPolicy.APPROVE and task.deleted_at is None
+    """At the review deadline the task's onTimeout policy decides the pending review; APPROVE counts only
+    while a partner able to decide vouches for it, else the review is REJECTED (REVIEW_TIMED_OUT)."""
+    approve = (
+        task.review_on_timeout == ReviewTimeoutPolicy.APPROVE
+        and task.deleted_at is None
+        and await Partnership.filter(vouching(now), user_id=task.owner_id).exists()
+    )
     verification = await Verification.filter(
         instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW
     ).first()

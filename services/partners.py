@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from tortoise.expressions import Q
 
 from models import Partnership, PartnershipStatus, User
 from realtime import notices
+from services.access import watching
 from services.accounts import normalize_email
+from services.commitment_horizon import horizon_of
 from services.db import db_now, on_commit, write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound, RateLimited
 from services.ids import parse_id
@@ -35,7 +37,9 @@ async def invite_partner(viewer: User, email: str, public_url: str, *, max_per_d
         if await Partnership.filter(user_id=viewer.id, created_at__gte=since).count() >= max_per_day:
             raise RateLimited(f"at most {max_per_day} invites in 24 hours; try again later")
         duplicate = await Partnership.filter(
-            Q(invited_email=email) | Q(partner__email=email), user_id=viewer.id, status__in=_OPEN
+            Q(status=PartnershipStatus.INVITED) | watching(await db_now()),
+            Q(invited_email=email) | Q(partner__email=email),
+            user_id=viewer.id,
         ).exists()
         if duplicate:
             raise Conflict("an invite to this address is already open or accepted")
@@ -46,8 +50,13 @@ async def invite_partner(viewer: User, email: str, public_url: str, *, max_per_d
         return row
 
 
-async def respond_to_invite(viewer: User, partnership_id: str, accept: bool) -> Partnership:
-    """The invitee (the account whose email the invite went to) accepts or declines, once."""
+async def respond_to_invite(
+    viewer: User, partnership_id: str, accept: bool, *, day: timedelta
+) -> Partnership:
+    """The invitee (the account whose email the invite went to) accepts or declines, once.
+
+    Accepted beside another partner while the owner's commitment horizon holds, the new partner watches at
+    once but decides reviews and appeals only once the horizon has passed (a first partner at once)."""
     row = await Partnership.get_or_none(id=parse_id(partnership_id, "partnership"))
     if row is None:
         raise NotFound("no such partnership")
@@ -60,10 +69,16 @@ async def respond_to_invite(viewer: User, partnership_id: str, accept: bool) -> 
         raise Forbidden("verify your email address first: follow the link mailed to it, then accept")
     status = PartnershipStatus.ACTIVE if accept else PartnershipStatus.DECLINED
     async with write_transaction():
+        # serializes the owner's accepts: of two at once, only the first can count as a first partner
+        owner = await User.filter(id=row.user_id).select_for_update().get()
         now = await db_now()
+        decides_from = await _decides_from(owner, row, now, day) if accept else None
         # a decline keeps partner null: the inviter learns the answer, not who gave it
         answered = await Partnership.filter(id=row.id, status=PartnershipStatus.INVITED).update(
-            status=status, partner_id=viewer.id if accept else None, responded_at=now
+            status=status,
+            partner_id=viewer.id if accept else None,
+            responded_at=now,
+            decides_from=decides_from,
         )
     if not answered:
         raise Conflict("this invite was already answered or withdrawn")
@@ -71,14 +86,36 @@ async def respond_to_invite(viewer: User, partnership_id: str, accept: bool) -> 
     return row
 
 
-async def remove_partner(viewer: User, partnership_id: str) -> None:
-    """Either side ends a partnership (or withdraws / refuses an open invite); open feeds stop at once."""
+async def _decides_from(owner: User, row: Partnership, now: datetime, day: timedelta) -> datetime | None:
+    """When a partner accepted now may decide: held back by the owner's horizon unless they are the first."""
+    horizon = horizon_of(owner, now, day)
+    if horizon <= timedelta(0):
+        return None
+    others = Partnership.filter(watching(now), user_id=owner.id).exclude(id=row.id)
+    return now + horizon if await others.exists() else None
+
+
+async def remove_partner(viewer: User, partnership_id: str, *, day: timedelta) -> None:
+    """Either side ends a partnership (or withdraws / refuses an open invite); open feeds stop at once.
+
+    The owner removing an accepted partner while their commitment horizon holds is an easier edit: it
+    waits out the horizon, and the partner keeps watching and deciding until then (from then on nothing
+    more reaches their feed, read through services/access.py)."""
     async with write_transaction():
         row = await Partnership.filter(id=parse_id(partnership_id, "partnership")).select_for_update().first()
         if row is None or not _is_party(viewer, row):
             raise NotFound("no such partnership")
-        if row.status not in _OPEN:
-            raise Conflict(f"the partnership is already {row.status.value}")
+        now = await db_now()
+        if row.status not in _OPEN or not _removal_to_come(row, now):
+            raise Conflict(f"the partnership is already {status_at(row, now).value}")
+        if str(viewer.id) == str(row.user_id) and row.status is PartnershipStatus.ACTIVE:
+            if row.removal_effective_at is not None:
+                return  # already waiting: asking again neither hastens nor delays it
+            owner = await User.get(id=row.user_id)
+            horizon = horizon_of(owner, now, day)
+            if horizon > timedelta(0):
+                await Partnership.filter(id=row.id).update(removal_effective_at=now + horizon)
+                return
         await Partnership.filter(id=row.id).update(status=PartnershipStatus.REMOVED)
         if row.partner_id is not None:
             user_id, partner_id = str(row.user_id), str(row.partner_id)
@@ -87,6 +124,17 @@ async def remove_partner(viewer: User, partnership_id: str) -> None:
                 await notices.publish_control("partnership_removed", user_id=user_id, partner_id=partner_id)
 
             on_commit(announce)
+
+
+def _removal_to_come(row: Partnership, now: datetime) -> bool:
+    return row.removal_effective_at is None or row.removal_effective_at > now
+
+
+def status_at(row: Partnership, now: datetime) -> PartnershipStatus:
+    """The status a partnership has at `now`: a removal whose moment came counts as done."""
+    if row.status is PartnershipStatus.ACTIVE and not _removal_to_come(row, now):
+        return PartnershipStatus.REMOVED
+    return row.status
 
 
 def _is_party(viewer: User, row: Partnership) -> bool:

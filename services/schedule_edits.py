@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from models import Task, TaskState, User
+from models import InstanceStatus, Task, TaskInstance, TaskState, User
 from services.chain import ChainTiming
 from services.commitment_horizon import horizon_of
 from services.ids import parse_id
 from services.pending_changes import SCHEDULE_KEYS, merged_schedule_patch, split_schedule
-from services.schedules import DueTimes, check_schedule, due_times_after, prefetch_due_times, schedule_of
+from services.schedules import DueTimes, check_schedule, prefetch_due_times, schedule_of
 from services.task_drafts import SchedulePatch
 from services.task_edits import before, whole_seconds
-from verification.horizon import DueSample, RuleField, makes_easier
-from verification.recurrence import Schedule
+from verification.horizon_span import occurrences_easier
+from verification.recurrence import RecurrenceBudget, RecurrenceTooCostly, Schedule, ScheduleError
+
+log = logging.getLogger("proofloop.schedule_edits")
 
 DAY = timedelta(days=1)
-# due times compared when a rule's shape changes: enough to see a sparser rule, COUNT or UNTIL
-OCCURRENCE_SAMPLE = 32
 
 
 @dataclass(frozen=True)
@@ -88,9 +90,13 @@ async def plan_schedule_edit(
     pending = dict(current.pending_change or {})
     now_part: SchedulePatch | None = patch
     later: SchedulePatch | None = None
-    if waits:
+    if waits and await _instance_owed_now(current, now):
+        # re-planning would cancel an instance already due (in its grace) instead of letting it settle
+        await checked(patched_schedule(current, patch))
+        now_part, later = None, patch
+    elif waits:
         target = await checked(patched_schedule(current, patch))
-        occurrences_wait = await _occurrences_easier(current, target, now, timing)
+        occurrences_wait = await _occurrences_easier(current, target, now, horizon, timing.recurrence)
         now_part, later = split_schedule(_basis(current), patch, occurrences_wait=occurrences_wait)
     now_schedule = due = eventual = None
     if now_part is not None:
@@ -102,9 +108,16 @@ async def plan_schedule_edit(
     return SchedulePlan(horizon, waits, _basis(current), pending, now_schedule, due, later, eventual)
 
 
-async def _occurrences_easier(current: Task, target: Schedule, now: datetime, timing: ChainTiming) -> bool:
-    """Whether the new rule's due times leave out any of the current one's (a sparser or shorter rule,
-    or moved times); False when only the window or grace changes."""
+async def _instance_owed_now(task: Task, now: datetime) -> bool:
+    """Whether the task's PENDING instance is past its due time: its promise is being kept or missed now."""
+    return await TaskInstance.filter(task_id=task.id, status=InstanceStatus.PENDING, due_at__lte=now).exists()
+
+
+async def _occurrences_easier(
+    current: Task, target: Schedule, now: datetime, horizon: timedelta, budget: RecurrenceBudget
+) -> bool:
+    """Whether the new rule leaves out any due time the current one promises within the horizon, or ends
+    sooner; False when only the window or grace changes. Expanded in a worker thread, before any lock."""
     old = schedule_of(current)
     if (old.starts_at.replace(microsecond=0), old.rrule, old.timezone) == (
         target.starts_at,
@@ -112,10 +125,9 @@ async def _occurrences_easier(current: Task, target: Schedule, now: datetime, ti
         target.timezone,
     ):
         return False
-    old_due = await due_times_after(old, now, OCCURRENCE_SAMPLE, timing.recurrence)
-    new_due = await due_times_after(target, now, 4 * OCCURRENCE_SAMPLE, timing.recurrence)
-    return makes_easier(
-        RuleField.OCCURRENCES,
-        DueSample(old_due.times, old_due.exhausted),
-        DueSample(new_due.times, new_due.exhausted),
-    )
+    try:
+        return await asyncio.to_thread(occurrences_easier, old, target, now, now + horizon, budget)
+    except (RecurrenceTooCostly, ScheduleError):
+        # too costly to compare exactly: the edit is not known to be harder, so it waits
+        log.info("schedule edit too costly to compare; it waits", extra={"task_id": str(current.id)})
+        return True

@@ -7,7 +7,7 @@ description) is never easier. The verification method cannot be edited, so it ha
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -37,14 +37,15 @@ class PartnerReview:
 
 
 @dataclass(frozen=True)
-class DueSample:
-    """A schedule's next due times from one moment on; exhausted when it has none after the last."""
+class DueSpan:
+    """What a schedule promises from now on: every due time within the horizon, and how long it goes on."""
 
-    times: Sequence[datetime]
-    exhausted: bool
+    times: frozenset[datetime]  # all of them, not a sample
+    continues: bool  # it has due times after the horizon
+    last: datetime | None = None  # when it continues: its final due time (None: it never ends)
 
 
-Value = float | tuple[float, float] | PartnerReview | DueSample
+Value = float | tuple[float, float] | PartnerReview | DueSpan
 
 _LARGER_IS_EASIER = frozenset(
     {RuleField.WINDOW, RuleField.GRACE, RuleField.GPS_RADIUS, RuleField.GPS_ACCURACY}
@@ -67,8 +68,8 @@ def makes_easier(field: RuleField, old: Value, new: Value) -> bool:
         assert isinstance(old, PartnerReview)
         assert isinstance(new, PartnerReview)
         return _review_easier(old, new)
-    assert isinstance(old, DueSample)
-    assert isinstance(new, DueSample)
+    assert isinstance(old, DueSpan)
+    assert isinstance(new, DueSpan)
     return _occurrences_easier(old, new)
 
 
@@ -80,14 +81,18 @@ def _review_easier(old: PartnerReview, new: PartnerReview) -> bool:
     return new.window_seconds > old.window_seconds  # partners have longer to approve before it rejects
 
 
-def _occurrences_easier(old: DueSample, new: DueSample) -> bool:
-    """Easier unless every due time of the old schedule (over the span both samples cover) stays due:
-    fewer occurrences (COUNT, UNTIL, a sparser rule) and moved ones both wait."""
-    if not old.times:
-        return False  # an exhausted schedule owes nothing: any new one owes more
-    span_end = None if new.exhausted or not new.times else new.times[-1]
-    kept = set(new.times)
-    return any(at not in kept for at in old.times if span_end is None or at <= span_end)
+def _occurrences_easier(old: DueSpan, new: DueSpan) -> bool:
+    """Easier unless every due time the old schedule promises within the horizon stays due and, when it
+    goes on past the horizon, the new one goes on at least as long (a lower COUNT, an earlier UNTIL)."""
+    if not old.times <= new.times:
+        return True  # sparser, moved, or ending inside the horizon
+    if not old.continues:
+        return False
+    if not new.continues:
+        return True
+    if new.last is None:
+        return False
+    return old.last is None or new.last < old.last
 
 
 def lifecycle_waits(action: Lifecycle, *, active: bool) -> bool:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import strawberry
 
@@ -8,6 +8,7 @@ from models import Partnership as PartnershipRow
 from schema.context import Info
 from schema.enums import PartnershipStatus
 from schema.types.user import User, load_user
+from services.partners import status_at as partnership_status
 
 
 @strawberry.type
@@ -35,7 +36,7 @@ class Partnership:
 
     @strawberry.field
     def status(self) -> PartnershipStatus:
-        return self.row.status
+        return partnership_status(self.row, datetime.now(UTC))
 
     @strawberry.field
     def created_at(self) -> datetime:

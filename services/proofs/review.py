@@ -7,13 +7,11 @@ the review then runs beside the schedule until its deadline, where the chain app
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from models import (
     EventType,
     InstanceStatus,
-    Partnership,
-    PartnershipStatus,
     RejectionReason,
     Task,
     TaskInstance,
@@ -22,7 +20,7 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.access import Access
+from services.access import Access, has_deciding_partner
 from services.chain import (
     ChainTiming,
     decided_event,
@@ -85,9 +83,9 @@ async def request_review(
 
 
 async def _has_partner(target: ProofTarget) -> None:
-    if not await Partnership.exists(user_id=target.task.owner_id, status=PartnershipStatus.ACTIVE):
-        # else nobody could decide, and onTimeout APPROVE would verify it unseen
-        raise Conflict("a review needs at least one ACTIVE partner: invite one first")
+    if not await has_deciding_partner(target.task.owner_id, datetime.now(UTC)):
+        # else nobody could decide it (and its timeout never approves without one)
+        raise Conflict("a review needs at least one ACTIVE partner able to decide it: invite one first")
 
 
 async def _open_review(
@@ -131,6 +129,10 @@ async def decide_review(
         raise Forbidden("a proof is reviewed by a partner, never by its owner")
     if not access.partners(row.user_id):
         raise NotFound("no such verification")
+    if not access.decides_for(row.user_id):
+        raise Forbidden(
+            "a partner accepted while the owner's commitment horizon holds decides reviews once it has passed"
+        )
     outcome = decided_status(row, approve)
     async with write_transaction():
         instance = await TaskInstance.get(id=row.instance_id)
@@ -161,8 +163,8 @@ async def decide_review(
 
 
 async def review_queue(access: Access, first: int) -> list[Verification]:
-    """PENDING_REVIEW proofs of the users the viewer actively partners for, oldest first."""
-    watched = access.partnered_user_ids
+    """PENDING_REVIEW proofs of the users whose reviews the viewer may decide now, oldest first."""
+    watched = access.deciding
     if not watched or first == 0:
         return []
     return await (

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from verification.horizon import (
-    DueSample,
+    DueSpan,
     Lifecycle,
     PartnerReview,
     RuleField,
@@ -68,35 +68,50 @@ def test_partner_review(old: PartnerReview, new: PartnerReview, easier: bool) ->
     assert makes_easier(RuleField.PARTNER_REVIEW, old, new) is easier
 
 
+def span(times: list[datetime], continues: bool = True, last: datetime | None = None) -> DueSpan:
+    return DueSpan(frozenset(times), continues, last)
+
+
 @pytest.mark.parametrize(
     ("old", "new", "easier"),
     [
         # every other day instead of daily: fewer occurrences
-        (DueSample(days(0, 1, 2, 3), False), DueSample(days(0, 2, 4, 6), False), True),
-        # COUNT lowered: the new rule ends sooner
-        (DueSample(days(0, 1, 2, 3), False), DueSample(days(0, 1), True), True),
-        # UNTIL extended or COUNT raised: every old due time stays
-        (DueSample(days(0, 1), True), DueSample(days(0, 1, 2, 3), False), False),
+        (span(days(0, 1, 2, 3)), span(days(0, 2)), True),
+        # COUNT lowered or UNTIL moved into the horizon: the new rule ends inside it
+        (span(days(0, 1, 2, 3)), span(days(0, 1), continues=False), True),
+        # the same due times within the horizon, but an end earlier than the one the old rule owes
+        (
+            span(days(0, 1), last=T0 + timedelta(days=90)),
+            span(days(0, 1), last=T0 + timedelta(days=60)),
+            True,
+        ),
+        (span(days(0, 1)), span(days(0, 1), last=T0 + timedelta(days=3000)), True),  # endless -> ending
+        # UNTIL extended or COUNT raised: every old due time stays, and it ends later
+        (
+            span(days(0, 1), last=T0 + timedelta(days=60)),
+            span(days(0, 1), last=T0 + timedelta(days=90)),
+            False,
+        ),
+        (span(days(0, 1), continues=False), span(days(0, 1, 2, 3)), False),
+        (span(days(0, 1), last=T0 + timedelta(days=60)), span(days(0, 1)), False),  # ending -> endless
         # denser: daily -> twice a day keeps every old time
         (
-            DueSample(days(0, 1), False),
-            DueSample([T0, T0 + timedelta(hours=12), *days(1), T0 + timedelta(days=1, hours=12)], False),
+            span(days(0, 1)),
+            span([T0, T0 + timedelta(hours=12), *days(1), T0 + timedelta(days=1, hours=12)]),
             False,
         ),
         # moved an hour: the old times are no longer due
-        (DueSample(days(0, 1), False), DueSample([t + timedelta(hours=1) for t in days(0, 1)], False), True),
+        (span(days(0, 1)), span([t + timedelta(hours=1) for t in days(0, 1)]), True),
         # the same times (e.g. only the zone's name changed): not easier
-        (DueSample(days(0, 1, 2), False), DueSample(days(0, 1, 2), False), False),
+        (span(days(0, 1, 2)), span(days(0, 1, 2)), False),
         # the old rule is exhausted: nothing is owed, so any new rule owes more
-        (DueSample([], True), DueSample([], True), False),
-        (DueSample([], True), DueSample(days(0), False), False),
+        (span([], continues=False), span([], continues=False), False),
+        (span([], continues=False), span(days(0)), False),
         # a one-off in the past replacing a daily rule: nothing is due any more
-        (DueSample(days(0, 1), False), DueSample([], True), True),
-        # the new sample is denser and ends earlier than the old one: compared over its span only
-        (DueSample(days(0, 1, 30), False), DueSample(days(0, 1), False), False),
+        (span(days(0, 1)), span([], continues=False), True),
     ],
 )
-def test_occurrences(old: DueSample, new: DueSample, easier: bool) -> None:
+def test_occurrences(old: DueSpan, new: DueSpan, easier: bool) -> None:
     assert makes_easier(RuleField.OCCURRENCES, old, new) is easier
 
 
@@ -140,7 +155,7 @@ def test_every_field_has_a_direction() -> None:
         RuleField.VIDEO_MIN_DURATION: (2.0, 1.0),
         RuleField.GPS_CENTER: ((0.0, 0.0), (1.0, 1.0)),
         RuleField.PARTNER_REVIEW: (PartnerReview(1, False), PartnerReview(1, True)),
-        RuleField.OCCURRENCES: (DueSample(days(0), False), DueSample(days(1), False)),
+        RuleField.OCCURRENCES: (span(days(0)), span(days(1))),
     }
     assert set(samples) == set(RuleField)
     for field, (old, new) in samples.items():
