@@ -3,7 +3,7 @@ from tortoise.migrations import operations as ops
 
 
 class Migration(migrations.Migration):
-    dependencies = [("models", "0009_commitment_horizon")]
+    dependencies = [("models", "0010_partner_horizon")]
 
     initial = False
 
