@@ -72,6 +72,8 @@ _YEARS = (1900, 9000)
 _SAMPLE_SPAN = timedelta(days=731)  # two years: every clock change of the zone at least once
 _SAMPLE_SIZE = 1000
 _UNIT_SECONDS = {Freq.HOURLY: 3600, Freq.MINUTELY: 60, Freq.SECONDLY: 1}
+# no wall time of the walk's last year maps later, in any zone (offsets stay within a day)
+_BEYOND_REACH = datetime(LAST_YEAR + 1, 1, 2, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -142,7 +144,7 @@ def occurrences_after(
     schedule: Schedule, after: datetime, count: int, *, budget: RecurrenceBudget = DEFAULT_BUDGET
 ) -> list[datetime]:
     """The next `count` due times strictly after `after`, ascending, as aware UTC datetimes."""
-    if count <= 0:
+    if count <= 0 or after >= _BEYOND_REACH:
         return []
     starts_at = schedule.starts_at.replace(microsecond=0)
     if schedule.rrule is None:

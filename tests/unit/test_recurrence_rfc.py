@@ -225,6 +225,7 @@ def test_a_floating_until_beyond_the_utc_range_means_no_end_within_reach() -> No
     )
     validate_schedule(s, min_interval_seconds=60)
     assert first(s, 2)[1] == datetime(2026, 1, 2, 19, 0, tzinfo=UTC)
+    assert occurrences_after(s, datetime.max.replace(tzinfo=UTC) - timedelta(hours=1), 1) == []
     early = schedule("FREQ=DAILY;UNTIL=00010101T000000", datetime(2026, 1, 1, tzinfo=UTC), "Asia/Tokyo")
     assert "UNTIL is before startsAt" in error_of(early).message
 
