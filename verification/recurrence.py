@@ -10,7 +10,8 @@ Semantics (RFC 5545 3.3.10 and 3.8.5.3):
 - startsAt is DTSTART and the first occurrence (it counts towards COUNT). The rule must produce it
   (RFC 5545 leaves the set undefined otherwise): a startsAt the rule does not produce is refused with the
   rule's first occurrence after it as a proposal. startsAt keeps its own instant, also when it is the
-  second of two equal wall times.
+  second of two equal wall times; the instant a gap moved one of the rule's wall times to is the rule's own
+  occurrence (so every proposal is accepted when resubmitted).
 - Every BY part is a wall-clock value in the task's zone. A rule with any BY part, and every DAILY or
   coarser rule, expands in local wall time; each wall time becomes an instant: one that does not exist
   (spring forward) moves forward by the gap, one that exists twice (fall back) is its first instant.
@@ -19,12 +20,14 @@ Semantics (RFC 5545 3.3.10 and 3.8.5.3):
   evenly spaced through clock changes (no duplicate when clocks fall back, no hole when they spring forward).
 - A day a month lacks is skipped, never moved (MONTHLY;BYMONTHDAY=31 occurs in 31-day months only).
 - COUNT counts distinct instants from startsAt. UNTIL is inclusive: "...Z" is a UTC instant, a floating
-  date-time a wall time in the zone, a bare date the whole local day. COUNT with UNTIL is refused.
+  date-time a wall time in the zone (past the end of datetime's range in UTC: no end within reach), a bare
+  date the whole local day. COUNT with UNTIL is refused.
 - Results are aware UTC datetimes in whole seconds. A one-off schedule (rrule None) occurs once.
 
 Cost: the walk starts next to the instant asked about (skip ahead), so the next occurrence costs the
 calendar distance to it, never the age of the rule; COUNT's last occurrence is found once per rule. Every
-call runs under a RecurrenceBudget and raises RecurrenceTooCostly past it.
+call runs under a RecurrenceBudget and raises RecurrenceTooCostly past its steps, a verdict every machine
+reaches alike; RecurrenceTimedOut past its clock, a backstop for a stalled host that decides nothing.
 """
 
 from __future__ import annotations

@@ -398,10 +398,12 @@ def test_expansion_matches_the_rfc_5545_brute_force(
         own = expand(replace(p, count=None, until=None), starts_at, zone_name, PERIODS[p.freq], 2, False)
         assume(bool(own))
         starts_at = own[0].astimezone(ZoneInfo(zone_name))
+        assert starts_at.isoformat() in error.message, p.text()  # the proposal is that first occurrence
         s = schedule(p.text(), starts_at, zone_name)
         try:
             validate_schedule(s, min_interval_seconds=60)
-        except ScheduleError:
+        except ScheduleError as again:
+            assert again.field != "startsAt", (p.text(), again.message)  # a proposal is always accepted
             assume(False)
     try:
         expected = expand(p, starts_at, zone_name, PERIODS[p.freq])
