@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     commitment_horizon_day_seconds: float = 86400  # one "day" of the commitment horizon (tests shorten it)
     # one recurrence call (validate, next due time, upcoming) stops past these; see README "Schedules"
     recurrence_max_steps: int = 200_000
-    recurrence_max_seconds: float = 2.0
+    recurrence_max_seconds: float = 10.0  # a backstop for a stalled host: 200k steps take well under 1 s
     recurrence_max_per_period: int = 1440
     recurrence_max_skipped_periods: int = 1_000_000
     upcoming_per_request: int = 500  # due times `upcoming` may compute in one request, over every task

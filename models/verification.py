@@ -29,6 +29,7 @@ class Verification(Model):
     accuracy_meters = fields.FloatField(null=True)
     recorded_at = fields.DatetimeField(null=True)
     distance_meters = fields.FloatField(null=True)
+    retry_after_seconds = fields.IntField(null=True)  # a refusal that a later retry can pass: how much later
 
     media_digest = fields.CharField(max_length=64, null=True)  # the metadata-free copy in the blob store
     media_mime = fields.CharField(max_length=64, null=True)

@@ -17,7 +17,14 @@ from observability.metrics import count_links_sent
 from services.errors import BadInput
 from services.link_batches import Link, batched_messages
 from services.messaging import Outgoing, send_after_commit
-from verification.recurrence import RecurrenceBudget, Schedule, ScheduleError, smallest_gap_seconds
+from services.schedules import out_of_time
+from verification.recurrence import (
+    RecurrenceBudget,
+    RecurrenceTimedOut,
+    Schedule,
+    ScheduleError,
+    smallest_gap_seconds,
+)
 
 FIRE_ACTOR = "reminders.fire"
 FIRE_BATCH_ACTOR = "reminders.fire_batch"  # reminders due at the same instant, one message
@@ -86,6 +93,8 @@ async def check_reminders(
         return
     try:
         gap = await asyncio.to_thread(smallest_gap_seconds, schedule, budget=budget)
+    except RecurrenceTimedOut as exc:
+        raise out_of_time(exc, schedule) from None
     except ScheduleError:
         return  # the schedule's own check reports it
     if gap is None:

@@ -13,11 +13,17 @@ from services.chain import ChainTiming
 from services.commitment_horizon import horizon_of
 from services.ids import parse_id
 from services.pending_changes import SCHEDULE_KEYS, merged_schedule_patch, split_schedule
-from services.schedules import DueTimes, check_schedule, prefetch_due_times, schedule_of
+from services.schedules import DueTimes, check_schedule, out_of_time, prefetch_due_times, schedule_of
 from services.task_drafts import SchedulePatch
 from services.task_edits import before, whole_seconds
 from verification.horizon_span import occurrences_easier
-from verification.recurrence import RecurrenceBudget, RecurrenceTooCostly, Schedule, ScheduleError
+from verification.recurrence import (
+    RecurrenceBudget,
+    RecurrenceTimedOut,
+    RecurrenceTooCostly,
+    Schedule,
+    ScheduleError,
+)
 
 log = logging.getLogger("proofloop.schedule_edits")
 
@@ -127,6 +133,8 @@ async def _occurrences_easier(
         return False
     try:
         return await asyncio.to_thread(occurrences_easier, old, target, now, now + horizon, budget)
+    except RecurrenceTimedOut as exc:  # a stalled host decides nothing: the caller may try again
+        raise out_of_time(exc, target) from None
     except (RecurrenceTooCostly, ScheduleError):
         # too costly to compare exactly: the edit is not known to be harder, so it waits
         log.info("schedule edit too costly to compare; it waits", extra={"task_id": str(current.id)})

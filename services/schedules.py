@@ -17,9 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from models import Task
-from services.errors import BadInput
+from services.errors import BadInput, RateLimited
 from verification.recurrence import (
     RecurrenceBudget,
+    RecurrenceTimedOut,
     RecurrenceTooCostly,
     Schedule,
     ScheduleError,
@@ -36,6 +37,19 @@ log = logging.getLogger("proofloop.schedules")
 SCHEDULE_FIELD = "input.schedule"
 _PREFETCH = 3  # due times computed ahead: the next one, and slack for a clock that moved meanwhile
 _PREFETCH_SLACK = timedelta(seconds=30)  # the app's clock may run ahead of the database's
+_BUSY_RETRY_SECONDS = 5
+
+
+def out_of_time(exc: RecurrenceTimedOut, schedule: Schedule) -> RateLimited:
+    """The clock backstop fired before the step budget: the host is stalled, so nothing is decided about
+    the rule; the caller may try again (logged, as a host that slow is an operator's business)."""
+    log.warning(
+        "recurrence expansion ran out of time before its step budget",
+        extra={"rrule": schedule.rrule, "steps": exc.steps},
+    )
+    return RateLimited(
+        "the server is too busy to expand this schedule now; try again shortly", _BUSY_RETRY_SECONDS
+    )
 
 
 def recurrence_budget(settings: Settings) -> RecurrenceBudget:
@@ -99,6 +113,8 @@ async def check_schedule(
         return known
     try:
         checked = await asyncio.to_thread(_checked, schedule, min_interval_seconds, budget)
+    except RecurrenceTimedOut as exc:
+        raise out_of_time(exc, schedule) from None
     except ScheduleError as exc:
         field = f"{SCHEDULE_FIELD}.{exc.field}"
         message = exc.message.removeprefix(f"{exc.field}: ")
@@ -147,7 +163,8 @@ class DueTimes:
 async def due_times_after(
     schedule: Schedule, after: datetime, count: int, budget: RecurrenceBudget
 ) -> DueTimes:
-    """Expand in a worker thread. A stored rule past the budget counts as exhausted (logged)."""
+    """Expand in a worker thread. A stored rule past the step budget counts as exhausted (logged); past
+    the clock backstop, RATE_LIMITED (a chain fire fails and the pump sends it again)."""
     key = (schedule, after, count, budget)
     known = _expanded_memo.get(key)
     if isinstance(known, DueTimes):
@@ -183,6 +200,8 @@ def _expand_many(
 def _expand(schedule: Schedule, after: datetime, count: int, budget: RecurrenceBudget) -> DueTimes:
     try:
         times = occurrences_after(schedule, after, count, budget=budget)
+    except RecurrenceTimedOut as exc:  # not an answer: neither remembered nor taken as exhausted
+        raise out_of_time(exc, schedule) from None
     except RecurrenceTooCostly:
         log.error(
             "schedule over the recurrence budget; treated as exhausted", extra={"rrule": schedule.rrule}

@@ -14,6 +14,7 @@ __all__ = [
     "InvalidInput",
     "haversine_meters",
     "judge_check_in",
+    "seconds_until_plausible",
     "validate_point",
 ]
 
@@ -43,6 +44,7 @@ class GpsDecision:
     accepted: bool
     reason: str | None
     distance_meters: float
+    retry_after_seconds: int | None = None  # IMPLAUSIBLE_LOCATION: when the same fix would be plausible
 
 
 def validate_point(latitude: float, longitude: float, field: str) -> None:
@@ -64,13 +66,20 @@ def haversine_meters(lat1: float, lon1: float, lat2: float, lon2: float) -> floa
 
 def is_plausible_move(previous: GpsFix, fix: GpsFix, *, max_speed_kmh: float) -> bool:
     """Could someone travel between the two fixes at max_speed_kmh, given both fixes' uncertainty?"""
+    return seconds_until_plausible(previous, fix, max_speed_kmh=max_speed_kmh) == 0
+
+
+def seconds_until_plausible(previous: GpsFix, fix: GpsFix, *, max_speed_kmh: float) -> int:
+    """How much later than `fix.at` the same fix would be a plausible move from `previous` (0: it is now)."""
     apart = haversine_meters(previous.latitude, previous.longitude, fix.latitude, fix.longitude)
     # Each fix may be off by its accuracy, so only the distance beyond both circles is proven travel.
     travelled = apart - previous.accuracy_meters - fix.accuracy_meters
     if travelled <= 0:
-        return True
-    seconds = max(abs((fix.at - previous.at).total_seconds()), MIN_SPEED_INTERVAL_SECONDS)
-    return travelled / seconds <= max_speed_kmh / 3.6
+        return 0
+    elapsed = abs((fix.at - previous.at).total_seconds())
+    if travelled / max(elapsed, MIN_SPEED_INTERVAL_SECONDS) <= max_speed_kmh / 3.6:
+        return 0
+    return max(1, math.ceil(travelled / (max_speed_kmh / 3.6) - elapsed))
 
 
 def within_geofence(distance_meters: float, accuracy_meters: float, radius_meters: float) -> bool:
@@ -87,13 +96,17 @@ def within_geofence(distance_meters: float, accuracy_meters: float, radius_meter
 def judge_check_in(
     rule: GpsRule, fix: GpsFix, previous: GpsFix | None, *, max_speed_kmh: float
 ) -> GpsDecision:
-    """Decide a check-in: LOW_ACCURACY, then IMPLAUSIBLE_LOCATION, then OUTSIDE_GEOFENCE."""
+    """Decide a check-in: LOW_ACCURACY, then IMPLAUSIBLE_LOCATION, then OUTSIDE_GEOFENCE.
+
+    `previous` is the user's last ACCEPTED fix: a refused one may be the very error a retry corrects.
+    """
     distance = haversine_meters(rule.latitude, rule.longitude, fix.latitude, fix.longitude)
     # Written as "not <=" so a NaN accuracy counts as low accuracy.
     if not fix.accuracy_meters <= rule.max_accuracy_meters:
         return GpsDecision(False, "LOW_ACCURACY", distance)
-    if previous is not None and not is_plausible_move(previous, fix, max_speed_kmh=max_speed_kmh):
-        return GpsDecision(False, "IMPLAUSIBLE_LOCATION", distance)
+    wait = 0 if previous is None else seconds_until_plausible(previous, fix, max_speed_kmh=max_speed_kmh)
+    if wait:
+        return GpsDecision(False, "IMPLAUSIBLE_LOCATION", distance, retry_after_seconds=wait)
     if not within_geofence(distance, max(fix.accuracy_meters, 0.0), rule.radius_meters):
         return GpsDecision(False, "OUTSIDE_GEOFENCE", distance)
     return GpsDecision(True, None, distance)

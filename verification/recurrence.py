@@ -10,7 +10,8 @@ Semantics (RFC 5545 3.3.10 and 3.8.5.3):
 - startsAt is DTSTART and the first occurrence (it counts towards COUNT). The rule must produce it
   (RFC 5545 leaves the set undefined otherwise): a startsAt the rule does not produce is refused with the
   rule's first occurrence after it as a proposal. startsAt keeps its own instant, also when it is the
-  second of two equal wall times.
+  second of two equal wall times; the instant a gap moved one of the rule's wall times to is the rule's own
+  occurrence (so every proposal is accepted when resubmitted).
 - Every BY part is a wall-clock value in the task's zone. A rule with any BY part, and every DAILY or
   coarser rule, expands in local wall time; each wall time becomes an instant: one that does not exist
   (spring forward) moves forward by the gap, one that exists twice (fall back) is its first instant.
@@ -19,12 +20,14 @@ Semantics (RFC 5545 3.3.10 and 3.8.5.3):
   evenly spaced through clock changes (no duplicate when clocks fall back, no hole when they spring forward).
 - A day a month lacks is skipped, never moved (MONTHLY;BYMONTHDAY=31 occurs in 31-day months only).
 - COUNT counts distinct instants from startsAt. UNTIL is inclusive: "...Z" is a UTC instant, a floating
-  date-time a wall time in the zone, a bare date the whole local day. COUNT with UNTIL is refused.
+  date-time a wall time in the zone (past the end of datetime's range in UTC: no end within reach), a bare
+  date the whole local day. COUNT with UNTIL is refused.
 - Results are aware UTC datetimes in whole seconds. A one-off schedule (rrule None) occurs once.
 
 Cost: the walk starts next to the instant asked about (skip ahead), so the next occurrence costs the
 calendar distance to it, never the age of the rule; COUNT's last occurrence is found once per rule. Every
-call runs under a RecurrenceBudget and raises RecurrenceTooCostly past it.
+call runs under a RecurrenceBudget and raises RecurrenceTooCostly past its steps, a verdict every machine
+reaches alike; RecurrenceTimedOut past its clock, a backstop for a stalled host that decides nothing.
 """
 
 from __future__ import annotations
@@ -43,12 +46,20 @@ from verification.recurrence_budget import (
     check_density,
     check_sparsity,
 )
-from verification.rrule_expand import LAST_YEAR, Budget, RecurrenceTooCostly, walls_from
+from verification.rrule_expand import (
+    LAST_YEAR,
+    Budget,
+    RecurrenceTimedOut,
+    RecurrenceTooCostly,
+    walls_from,
+    walls_on_grid,
+)
 from verification.rrule_parse import Freq, Rule, ScheduleError, parse_rrule, rrule_error, zone_of
 
 __all__ = [
     "DEFAULT_BUDGET",
     "RecurrenceBudget",
+    "RecurrenceTimedOut",
     "RecurrenceTooCostly",
     "Schedule",
     "ScheduleError",
@@ -64,6 +75,8 @@ _YEARS = (1900, 9000)
 _SAMPLE_SPAN = timedelta(days=731)  # two years: every clock change of the zone at least once
 _SAMPLE_SIZE = 1000
 _UNIT_SECONDS = {Freq.HOURLY: 3600, Freq.MINUTELY: 60, Freq.SECONDLY: 1}
+# no wall time of the walk's last year maps later, in any zone (offsets stay within a day)
+_BEYOND_REACH = datetime(LAST_YEAR + 1, 1, 2, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -134,7 +147,7 @@ def occurrences_after(
     schedule: Schedule, after: datetime, count: int, *, budget: RecurrenceBudget = DEFAULT_BUDGET
 ) -> list[datetime]:
     """The next `count` due times strictly after `after`, ascending, as aware UTC datetimes."""
-    if count <= 0:
+    if count <= 0 or after >= _BEYOND_REACH:
         return []
     starts_at = schedule.starts_at.replace(microsecond=0)
     if schedule.rrule is None:
@@ -209,11 +222,18 @@ def _instants(
 
 
 def _produces_dtstart(rule: Rule, starts_at: datetime, zone: ZoneInfo, budget: Budget) -> bool:
-    """Whether the rule itself yields DTSTART (RFC 5545 leaves the set undefined when it does not)."""
+    """Whether the rule itself yields DTSTART (RFC 5545 leaves the set undefined when it does not): its wall
+    time, or the instant a wall time inside a spring-forward gap moves to (the rule's listed occurrence)."""
     if _steps_in_utc(rule):
         return True
     dtstart = starts_at.astimezone(zone).replace(tzinfo=None, microsecond=0)
-    return next(walls_from(rule, dtstart, dtstart, budget), None) == dtstart
+    earliest = _first_wall_needed(zone, starts_at - timedelta(seconds=1))
+    for wall in walls_on_grid(rule, dtstart, min(earliest, dtstart), budget):
+        if wall >= dtstart:
+            return wall == dtstart
+        if wall.replace(tzinfo=zone).astimezone(UTC) == starts_at:
+            return True
+    return False
 
 
 def _steps_in_utc(rule: Rule) -> bool:
@@ -263,12 +283,15 @@ def _wall_instants(
 
 
 def _first_wall_needed(zone: ZoneInfo, near: datetime) -> datetime:
-    """The earliest wall time whose instant can come after `near`: near's own, or earlier by a recent gap."""
+    """The earliest wall time whose instant can come after `near`: near's own, less any clock change nearby.
+
+    A recent gap moved earlier wall times forward past near; a coming fold repeats wall times (DTSTART may
+    be the second of two) that are earlier than near's own wall time in its first pass.
+    """
     offsets = [
-        (near - timedelta(days=days)).astimezone(zone).utcoffset() or timedelta(0) for days in (0, 1, 2)
+        (near + timedelta(days=days)).astimezone(zone).utcoffset() or timedelta(0) for days in (-2, -1, 0, 1)
     ]
-    moved_by = max(timedelta(0), offsets[0] - min(offsets))
-    return near.astimezone(zone).replace(tzinfo=None) - moved_by - timedelta(seconds=1)
+    return near.astimezone(zone).replace(tzinfo=None) - (max(offsets) - min(offsets)) - timedelta(seconds=1)
 
 
 def _sample(schedule: Schedule, zone: ZoneInfo, rule: Rule, budget: Budget) -> list[datetime]:

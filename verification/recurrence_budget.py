@@ -17,7 +17,7 @@ class RecurrenceBudget:
     """How much work one call may do: calendar steps walked, and wall-clock seconds."""
 
     max_steps: int = 200_000
-    max_seconds: float = 2.0  # generous: the steps are the real bound, this one only catches a stalled host
+    max_seconds: float = 10.0  # only catches a stalled host: the steps decide, and take well under 1 s
     max_per_period: int = 1440  # occurrences one FREQ period may expand to (a day has 1440 minutes)
     max_skipped_periods: int = 1_000_000  # sub-daily: FREQ periods walked past between two occurrences
 

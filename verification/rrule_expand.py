@@ -2,7 +2,10 @@
 
 Interval alignment is modular arithmetic relative to DTSTART, so the walk can start next to any instant
 ("skip ahead"): its cost is the calendar distance to the next occurrence, never the age of the rule.
-Every step is charged to a Budget, which stops the walk with RecurrenceTooCostly.
+Every candidate the walk examines (a month, a day, an hour, a minute, a second) is charged to a Budget as
+one step, so a step is a small bounded piece of work and the steps, not the clock, end a long walk: the
+budget stops it with RecurrenceTooCostly, a verdict every machine reaches alike. Its clock only catches a
+stalled host, with RecurrenceTimedOut, which says nothing about the rule.
 """
 
 from __future__ import annotations
@@ -10,13 +13,14 @@ from __future__ import annotations
 import time as clock
 from bisect import bisect_left
 from calendar import monthrange
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 
 from verification.rrule_parse import Freq, Rule, ScheduleError
 
 LAST_YEAR = 9998  # keeps every UTC conversion of a wall time inside datetime's range
+_MONTH_STEPS = 3  # visiting a month costs about as much as building and testing three of its days
 _UNIT_SECONDS = {Freq.HOURLY: 3600, Freq.MINUTELY: 60, Freq.SECONDLY: 1}
 
 
@@ -27,20 +31,31 @@ class RecurrenceTooCostly(ScheduleError):
         super().__init__("rrule", f"rrule: {message}")
 
 
+class RecurrenceTimedOut(RuntimeError):
+    """The host gave one call less time than its steps need: a stalled machine, not a verdict on the rule."""
+
+    def __init__(self, steps: int, max_seconds: float) -> None:
+        super().__init__(f"recurrence expansion ran out of time ({max_seconds} s) after {steps} steps")
+        self.steps = steps
+
+
 class Budget:
-    """A hard limit on one call's work: calendar steps walked, and wall-clock seconds."""
+    """A hard limit on one call's work: calendar steps (the verdict) and wall-clock seconds (a backstop)."""
 
     def __init__(self, max_steps: int, max_seconds: float) -> None:
         self.max_steps = max_steps
+        self.max_seconds = max_seconds
         self.steps = 0
         self._deadline = clock.monotonic() + max_seconds
 
     def spend(self, steps: int = 1) -> None:
         self.steps += steps
-        if self.steps > self.max_steps or clock.monotonic() > self._deadline:
+        if self.steps > self.max_steps:
             raise RecurrenceTooCostly(
                 "the schedule is too costly to expand (too sparse or too dense for the recurrence budget)"
             )
+        if clock.monotonic() > self._deadline:
+            raise RecurrenceTimedOut(self.steps, self.max_seconds)
 
 
 @dataclass(frozen=True)
@@ -89,17 +104,22 @@ def _pattern(rule: Rule, dtstart: datetime) -> _Pattern:
 
 def walls_from(rule: Rule, dtstart: datetime, start: datetime, budget: Budget) -> Iterator[datetime]:
     """The rule's wall times at or after max(dtstart, start), ascending (DTSTART itself not added)."""
+    return walls_on_grid(rule, dtstart, max(start, dtstart), budget)
+
+
+def walls_on_grid(rule: Rule, dtstart: datetime, start: datetime, budget: Budget) -> Iterator[datetime]:
+    """The wall times of the rule's pattern (aligned on DTSTART) at or after `start`, even before DTSTART:
+    a wall time in a spring-forward gap just before DTSTART may move onto DTSTART's own instant."""
     pattern = _pattern(rule, dtstart)
-    start = max(start, dtstart)
     year, month = start.year, start.month
     while year <= LAST_YEAR:
-        budget.spend()
+        budget.spend(_MONTH_STEPS)
         jump = _misaligned_month(pattern, year, month)
         if jump is not None:
             year, month = jump
             continue
         first_day = start.date() if (year, month) == (start.year, start.month) else date(year, month, 1)
-        for day in _days_of_month(pattern, year, month):
+        for day in _days_of_month(pattern, year, month, budget):
             if day < first_day or not _day_aligned(pattern, day):
                 continue
             budget.spend()
@@ -160,15 +180,16 @@ def _day_aligned(pattern: _Pattern, day: date) -> bool:
     return True  # MONTHLY/YEARLY align by month; finer frequencies align by their own unit
 
 
-def _days_of_month(pattern: _Pattern, year: int, month: int) -> list[date]:
+def _days_of_month(pattern: _Pattern, year: int, month: int, budget: Budget) -> list[date]:
     length = monthrange(year, month)[1]
     if pattern.monthdays is None:
         numbers: list[int] = list(range(1, length + 1))
     else:
         numbers = sorted(
-            {n if n > 0 else length + n + 1 for n in pattern.monthdays} & set(range(1, length + 1))
+            {day for n in pattern.monthdays if 1 <= (day := n if n > 0 else length + n + 1) <= length}
         )
     days = [date(year, month, n) for n in numbers]
+    budget.spend(len(days))  # each day is built and tested
     if not pattern.filters_days:
         return days
     return [day for day in days if _weekday_matches(pattern, day, length)]
@@ -208,19 +229,30 @@ def _walls_of_day(pattern: _Pattern, day: date, budget: Budget, from_hour: int) 
     base = day.toordinal() * 86400
     budget.spend(len(hours))
     for hour in hours:
+        start = base + hour * 3600
         if rule.freq == Freq.HOURLY:
-            if (base + hour * 3600 - origin) % stride:
-                continue
-            yield from (datetime.combine(day, time(hour, m, s)) for m in minutes for s in seconds)
+            if (start - origin) % stride == 0:
+                yield from (datetime.combine(day, time(hour, m, s)) for m in minutes for s in seconds)
             continue
+        if rule.freq == Freq.MINUTELY:
+            aligned = _aligned(minutes, (origin - start) // 60 % rule.interval, rule.interval, 60, budget)
+            for minute in aligned:
+                yield from (datetime.combine(day, time(hour, minute, s)) for s in seconds)
+            continue
+        budget.spend(len(minutes))
         for minute in minutes:
-            start = base + hour * 3600 + minute * 60
-            if rule.freq == Freq.MINUTELY:
-                if (start - origin) % stride == 0:
-                    yield from (datetime.combine(day, time(hour, minute, s)) for s in seconds)
-                continue
-            if stride > 60 and (origin - start) % stride >= 60:
-                continue
-            for second in range((origin - start) % stride, 60, stride):
-                if second in seconds:
-                    yield datetime.combine(day, time(hour, minute, second))
+            offset = (origin - start - minute * 60) % stride
+            for second in _aligned(seconds, offset, stride, 60, budget):
+                yield datetime.combine(day, time(hour, minute, second))
+
+
+def _aligned(values: Sequence[int], offset: int, stride: int, limit: int, budget: Budget) -> list[int]:
+    """The sorted `values` below `limit` that lie on the grid offset + k * stride, examining the shorter
+    of the two lists (each examined value is a step)."""
+    grid = range(offset, limit, stride)
+    if len(grid) <= len(values):
+        budget.spend(len(grid))
+        chosen = set(values)
+        return [value for value in grid if value in chosen]
+    budget.spend(len(values))
+    return [value for value in values if value >= offset and (value - offset) % stride == 0]

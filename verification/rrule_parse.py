@@ -193,9 +193,19 @@ def _parse_until(value: str, zone: ZoneInfo) -> datetime:
                 wall = datetime.combine(datetime.strptime(day, "%Y%m%d").date(), time(23, 59, 59))
             else:
                 wall = datetime.strptime(day + clock, "%Y%m%d%H%M%S")
-            return wall.replace(tzinfo=UTC if utc else zone).astimezone(UTC)
-    except (ValueError, OverflowError):
+            return _as_utc(wall.replace(tzinfo=UTC if utc else zone))
+    except ValueError:
         pass
     raise rrule_error(
         f"UNTIL must look like 20261231T235959Z, 20261231T235959 or 20261231 (got {value[:20]!r})"
     )
+
+
+def _as_utc(until: datetime) -> datetime:
+    """The instant, or the end of datetime's range when a local UNTIL lies beyond it: such an UNTIL
+    is later (or earlier) than any occurrence the walk can reach, which is all that matters of it."""
+    try:
+        return until.astimezone(UTC)
+    except OverflowError:
+        edge = datetime.max if until.year == datetime.max.year else datetime.min
+        return edge.replace(tzinfo=UTC)

@@ -68,6 +68,15 @@ class Verification:
     def distance_meters(self) -> float | None:
         return self.row.distance_meters
 
+    @strawberry.field(
+        description="IMPLAUSIBLE_LOCATION: seconds after this fix when the same fix would pass the speed "
+        "check (the owner's alone, as it tells how far apart two check-ins were); null otherwise"
+    )
+    async def retry_after_seconds(self, info: Info) -> int | None:
+        if self.row.retry_after_seconds is None or not await self._is_owner(info):
+            return None
+        return self.row.retry_after_seconds
+
     async def _media_link(self, info: Info, kind: str, digest: str | None) -> str | None:
         if digest is None or not (await info.context.access()).sees_user(self.row.user_id):
             return None

@@ -6,10 +6,17 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from models import RejectionReason, Task, User, Verification, VerificationMethod
+from models import RejectionReason, Task, User, Verification, VerificationMethod, VerificationStatus
 from services.chain import ChainTiming
 from services.errors import BadInput, Conflict
-from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
+from services.proofs.pipeline import (
+    Judgement,
+    ProofKind,
+    ProofTarget,
+    prove,
+    settle_verified,
+    window_reason,
+)
 from verification.errors import InvalidInput
 from verification.gps import GpsFix, GpsRule, judge_check_in, validate_point
 
@@ -41,9 +48,15 @@ def check_check_in(check_in: CheckIn, arrival: datetime) -> None:
 
 
 async def previous_fix(user_id: str) -> GpsFix | None:
-    """The user's latest check-in with a location, on any task: the start of the speed check."""
+    """The user's latest ACCEPTED check-in, on any task: the start of the speed check. A refused fix may be
+    the very error the next one corrects (a wrong position a moment ago must not hold the right one back)."""
     row = await (
-        Verification.filter(user_id=user_id, method=VerificationMethod.GPS, latitude__isnull=False)
+        Verification.filter(
+            user_id=user_id,
+            method=VerificationMethod.GPS,
+            status=VerificationStatus.ACCEPTED,
+            latitude__isnull=False,
+        )
         .order_by("-submitted_at", "-id")
         .first()
     )
@@ -83,7 +96,7 @@ async def check_in(
     async def judge(target: ProofTarget) -> Judgement:
         return await judge_fix(target, check_in, arrival, max_speed_kmh)
 
-    # a late check-in is judged too: its fix is the start of the next one's speed check
+    # a late check-in is judged too: its owner sees where it was and how far from the centre
     kind = ProofKind(VerificationMethod.GPS, accept=settle_verified, judge=judge, judge_late=True)
     return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
 
@@ -107,5 +120,7 @@ async def judge_fix(
             "accuracy_meters": check_in.accuracy_meters,
             "recorded_at": at,
             "distance_meters": decision.distance_meters,
+            # a late check-in cannot pass by waiting: only a refusal inside the window says when to retry
+            "retry_after_seconds": None if window_reason(target, arrival) else decision.retry_after_seconds,
         },
     )

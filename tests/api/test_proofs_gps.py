@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from tests.harness import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule
+from tests.harness import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
+from verification.gps import haversine_meters
 
 CHECK_IN = """mutation($id: ID!, $lat: Float!, $lon: Float!, $acc: Float!, $at: DateTime) {
   checkIn(instanceId: $id, location: {latitude: $lat, longitude: $lon}, accuracyMeters: $acc, recordedAt: $at) {
-    id status reason method submittedAt decidedAt distanceMeters location { latitude longitude }
+    id status reason method submittedAt decidedAt distanceMeters retryAfterSeconds location { latitude longitude }
     instance { id status settledAt }
   }
 }"""
 TASK = "query($id: ID!) { task(id: $id) { streak currentInstance { id status dueAt } } }"
 MUNICH = (48.137, 11.575)
+MAX_SPEED_MS = 250 / 3.6  # PROOFLOOP_MAX_SPEED_KMH's default
+VERIFICATIONS = "query($id: ID!) { instance(id: $id) { verifications { reason retryAfterSeconds } } }"
 
 
 async def check_in(
@@ -82,6 +86,65 @@ async def test_implausible_jump_between_check_ins_is_rejected(api: ApiClient) ->
     jump = await check_in(api, token, munich_instance, MUNICH)  # 500 km a moment later
     assert (jump["status"], jump["reason"]) == ("REJECTED", "IMPLAUSIBLE_LOCATION")
     assert jump["distanceMeters"] < 150
+
+
+@pytest.mark.parametrize(
+    ("point", "accuracy", "reason"),
+    [
+        ((BERLIN[0] + 0.0099, BERLIN[1]), 10.0, "OUTSIDE_GEOFENCE"),  # 1.1 km off
+        ((BERLIN[0] + 0.045, BERLIN[1]), 500.0, "LOW_ACCURACY"),  # 5 km off, a vague fix
+    ],
+)
+async def test_a_refused_fix_does_not_hold_back_the_right_one_a_moment_later(
+    api: ApiClient, point: tuple[float, float], accuracy: float, reason: str
+) -> None:
+    """A wrong position 15 s ago is no start for the speed check: only accepted fixes are."""
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS")
+    wrong_at = datetime.now(UTC) - timedelta(minutes=1)
+    wrong = await check_in(api, token, instance_id, point, accuracy, recorded_at=wrong_at.isoformat())
+    assert (wrong["status"], wrong["reason"], wrong["retryAfterSeconds"]) == ("REJECTED", reason, None)
+    right_at = (wrong_at + timedelta(seconds=15)).isoformat()
+    right = await check_in(api, token, instance_id, recorded_at=right_at)
+    assert (right["status"], right["reason"]) == ("ACCEPTED", None)
+
+
+async def test_an_implausible_jump_says_when_a_retry_passes(api: ApiClient) -> None:
+    owner, _, partner, _ = await partner_pair(api)
+    _, here = await create_open_task(api, owner, "GPS")
+    there_point = (BERLIN[0] + 0.09, BERLIN[1])  # 10 km north
+    there_rule = {"center": {"latitude": there_point[0], "longitude": there_point[1]}, "radiusMeters": 150}
+    _, there = await create_open_task(api, owner, "GPS", gps=there_rule)
+    start = datetime.now(UTC) - timedelta(hours=1)  # every fix recorded in the past: exact elapsed times
+    assert (await check_in(api, owner, here, recorded_at=start.isoformat()))["status"] == "ACCEPTED"
+
+    ten_seconds_later = start + timedelta(seconds=10)
+    jump = await check_in(api, owner, there, there_point, recorded_at=ten_seconds_later.isoformat())
+    travelled = haversine_meters(*BERLIN, *there_point) - 2 * 10.0  # beyond both fixes' accuracy
+    wait = math.ceil(travelled / MAX_SPEED_MS - 10)
+    assert (jump["status"], jump["reason"], jump["retryAfterSeconds"]) == (
+        "REJECTED",
+        "IMPLAUSIBLE_LOCATION",
+        wait,
+    )
+    seen = await api.execute(VERIFICATIONS, {"id": there}, token=partner)
+    assert seen["instance"]["verifications"] == [
+        {"reason": "IMPLAUSIBLE_LOCATION", "retryAfterSeconds": None}
+    ]
+
+    # measured from the last ACCEPTED fix: a second early still fails (by a second), on time passes
+    early = await check_in(
+        api,
+        owner,
+        there,
+        there_point,
+        recorded_at=(ten_seconds_later + timedelta(seconds=wait - 1)).isoformat(),
+    )
+    assert (early["reason"], early["retryAfterSeconds"]) == ("IMPLAUSIBLE_LOCATION", 1)
+    on_time = await check_in(
+        api, owner, there, there_point, recorded_at=(ten_seconds_later + timedelta(seconds=wait)).isoformat()
+    )
+    assert (on_time["status"], on_time["retryAfterSeconds"]) == ("ACCEPTED", None)
 
 
 @pytest.mark.parametrize(

@@ -111,3 +111,18 @@ def test_implausible_is_judged_before_geofence() -> None:
     previous = GpsFix(48.8566, 2.3522, 10, NOON - timedelta(minutes=1))
     decision = judge_check_in(GYM, fix_north_of(GYM, 10_000), previous, max_speed_kmh=300)
     assert decision.reason == "IMPLAUSIBLE_LOCATION"
+
+
+def test_an_implausible_fix_says_how_much_later_it_would_pass() -> None:
+    previous = fix_north_of(GYM, 0, accuracy=10)
+
+    def judged(seconds: int) -> tuple[str | None, int | None]:
+        far = fix_north_of(GYM, 10_020, accuracy=10, at=NOON + timedelta(seconds=seconds))  # ~10 km travelled
+        decision = judge_check_in(GYM, far, previous, max_speed_kmh=250)
+        return decision.reason, decision.retry_after_seconds
+
+    reason, wait = judged(10)
+    assert reason == "IMPLAUSIBLE_LOCATION" and wait is not None and 130 <= wait <= 140  # 10 km at 250 km/h
+    assert judged(10 + wait - 1) == ("IMPLAUSIBLE_LOCATION", 1)
+    assert judged(10 + wait) == ("OUTSIDE_GEOFENCE", None)
+    assert judge_check_in(GYM, previous, None, max_speed_kmh=250).retry_after_seconds is None

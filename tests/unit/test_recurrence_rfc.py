@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tests.unit.rfc5545_oracle import DAYS, Parts, TooLong, expand
 from verification.recurrence import (
     RecurrenceBudget,
+    RecurrenceTimedOut,
     RecurrenceTooCostly,
     Schedule,
     ScheduleError,
@@ -169,6 +170,82 @@ def test_hostile_rules_are_refused_by_the_density_budget(rrule: str) -> None:
     assert error.field == "rrule" and "budget" in error.message
 
 
+def test_count_from_the_second_instant_of_a_repeated_hour_is_whole_from_any_query() -> None:
+    second = datetime.fromisoformat("2026-10-25T02:00:00+01:00")  # Berlin falls back at this instant
+    s = schedule("FREQ=DAILY;COUNT=3", second)
+    validate_schedule(s, min_interval_seconds=60)
+    whole = [second, datetime(2026, 10, 26, 1, 0, tzinfo=UTC), datetime(2026, 10, 27, 1, 0, tzinfo=UTC)]
+    assert first(s, 5) == whole
+    assert occurrences_after(s, second - timedelta(hours=3), 5) == whole
+
+
+def test_a_query_from_the_first_pass_of_the_repeated_hour_finds_a_start_in_the_second() -> None:
+    second = datetime(2026, 10, 25, 1, 30, tzinfo=UTC)  # 02:30+01:00, the second 02:30
+    s = schedule("FREQ=DAILY", second)
+    for minutes in (0, 15, 45, 59):  # 02:00..02:59+02:00, the first pass
+        after = datetime(2026, 10, 25, 0, minutes, tzinfo=UTC)
+        assert occurrences_after(s, after, 2) == [second, datetime(2026, 10, 26, 1, 30, tzinfo=UTC)]
+
+
+def test_a_proposal_shifted_over_a_gap_is_accepted_when_resubmitted() -> None:
+    rrule = "FREQ=DAILY;BYHOUR=2;BYMINUTE=30"
+    error = error_of(schedule(rrule, datetime.fromisoformat("2026-03-28T12:00:00+01:00")))
+    assert error.field == "startsAt" and "2026-03-29T03:30:00+02:00" in error.message
+    proposed = schedule(rrule, datetime.fromisoformat("2026-03-29T03:30:00+02:00"))
+    validate_schedule(proposed, min_interval_seconds=60)
+    assert first(proposed, 2) == [proposed.starts_at, datetime(2026, 3, 30, 0, 30, tzinfo=UTC)]
+
+
+def test_a_yearly_rule_may_start_on_its_own_listed_occurrence_inside_a_gap() -> None:
+    rrule = "FREQ=YEARLY;BYMONTH=3,10;BYDAY=-1SU;BYHOUR=2;BYMINUTE=30"
+    listed = first(schedule(rrule, datetime.fromisoformat("2026-03-29T03:30:00+02:00")), 3)
+    for start in listed:
+        s = schedule(rrule, start.astimezone(BERLIN))
+        validate_schedule(s, min_interval_seconds=60)
+        assert first(s, 2)[0] == start
+    assert listed == [
+        datetime(2026, 3, 29, 1, 30, tzinfo=UTC),  # 02:30 does not exist: moved forward by the gap
+        datetime(2026, 10, 25, 0, 30, tzinfo=UTC),  # 02:30 exists twice: its first instant
+        datetime(2027, 3, 28, 1, 30, tzinfo=UTC),
+    ]
+
+
+def test_a_wall_time_that_is_not_the_rules_is_still_refused_next_to_a_gap() -> None:
+    error = error_of(
+        schedule("FREQ=DAILY;BYHOUR=2;BYMINUTE=30", datetime.fromisoformat("2026-03-29T03:00+02:00"))
+    )
+    assert error.field == "startsAt" and "2026-03-30T02:30:00+02:00" in error.message
+
+
+def test_a_floating_until_beyond_the_utc_range_means_no_end_within_reach() -> None:
+    s = schedule(
+        "FREQ=DAILY;UNTIL=99991231T235959",
+        datetime.fromisoformat("2026-01-01T09:00-10:00"),
+        "Pacific/Honolulu",
+    )
+    validate_schedule(s, min_interval_seconds=60)
+    assert first(s, 2)[1] == datetime(2026, 1, 2, 19, 0, tzinfo=UTC)
+    assert occurrences_after(s, datetime.max.replace(tzinfo=UTC) - timedelta(hours=1), 1) == []
+    early = schedule("FREQ=DAILY;UNTIL=00010101T000000", datetime(2026, 1, 1, tzinfo=UTC), "Asia/Tokyo")
+    assert "UNTIL is before startsAt" in error_of(early).message
+
+
+def test_verdicts_are_decided_by_steps_and_the_clock_only_reports_its_own_error() -> None:
+    never = schedule(
+        "FREQ=YEARLY;INTERVAL=4;BYMONTH=2;BYMONTHDAY=29", datetime(2026, 1, 1, tzinfo=UTC), "UTC"
+    )
+    costly = schedule("FREQ=HOURLY;INTERVAL=168;BYDAY=MO", datetime(2026, 1, 1, tzinfo=BERLIN))
+    for seconds in (10.0, 1e6):  # the verdict is the same whatever time the host allows
+        budget = RecurrenceBudget(max_seconds=seconds)
+        with pytest.raises(ScheduleError, match="never occurs"):
+            validate_schedule(never, min_interval_seconds=60, budget=budget)
+        with pytest.raises(RecurrenceTooCostly):
+            validate_schedule(costly, min_interval_seconds=60, budget=budget)
+    with pytest.raises(RecurrenceTimedOut) as caught:  # a host with no time left: no verdict at all
+        validate_schedule(never, min_interval_seconds=60, budget=RecurrenceBudget(max_seconds=-1))
+    assert not isinstance(caught.value, ScheduleError)
+
+
 # -- differential test against the brute-force RFC 5545 expander --------------------------------------
 
 ZONES = [
@@ -201,7 +278,34 @@ def _transition_days(zone_name: str) -> list[date]:
     return days or [date(2026, 3, 29)]
 
 
+def _transition_instants(zone_name: str) -> list[tuple[datetime, timedelta]]:
+    """Each clock change of the transition days: the instant it happens and by how much the offset moves."""
+    zone, found = ZoneInfo(zone_name), []
+    for day in TRANSITIONS[zone_name]:
+        low = datetime(day.year, day.month, day.day, tzinfo=zone).astimezone(UTC)
+        high = low + timedelta(days=1)
+        before, after = low.astimezone(zone).utcoffset(), high.astimezone(zone).utcoffset()
+        if before is None or after is None or before == after:
+            continue
+        while high - low > timedelta(seconds=1):  # the first second with the new offset
+            middle = low + (high - low) / 2
+            low, high = (middle, high) if middle.astimezone(zone).utcoffset() == before else (low, middle)
+        found.append((high.replace(microsecond=0), after - before))
+    return found
+
+
 TRANSITIONS = {zone: _transition_days(zone) for zone in ZONES}
+TRANSITION_INSTANTS = {zone: _transition_instants(zone) for zone in ZONES}
+
+
+def _near_transition(instant: datetime, change: timedelta, where: int) -> datetime:
+    """An instant by a clock change: before or after it, in the first or the second pass of an overlap
+    (a fall back of D repeats the wall times of [T - D, T) in [T, T + D)), or at either edge of a gap."""
+    span = abs(change)
+    shifts = [-span, -span / 2, -timedelta(seconds=1), timedelta(0), timedelta(seconds=1), span / 2, span]
+    return instant + shifts[where % len(shifts)] - timedelta(seconds=1 if where >= len(shifts) else 0)
+
+
 EXAMPLES = int(os.environ.get("PROOFLOOP_RRULE_EXAMPLES", "100"))
 
 
@@ -209,14 +313,20 @@ EXAMPLES = int(os.environ.get("PROOFLOOP_RRULE_EXAMPLES", "100"))
 def rules(draw: st.DrawFn) -> tuple[Parts, datetime, str]:
     zone_name = draw(st.sampled_from(ZONES))
     zone = ZoneInfo(zone_name)
-    if draw(st.booleans()):
-        day = draw(st.sampled_from(TRANSITIONS[zone_name])) + timedelta(days=draw(st.integers(-1, 1)))
-        wall = datetime.combine(day, datetime.min.time()) + timedelta(minutes=15 * draw(st.integers(-8, 16)))
+    shape = draw(st.integers(0, 2)) if TRANSITION_INSTANTS[zone_name] else draw(st.integers(0, 1))
+    if shape == 2:  # at a clock change's instant, or inside either pass of an overlap
+        instant, change = draw(st.sampled_from(TRANSITION_INSTANTS[zone_name]))
+        starts_at = _near_transition(instant, change, draw(st.integers(0, 13))).astimezone(zone)
     else:
-        wall = draw(st.datetimes(min_value=datetime(2016, 1, 1), max_value=datetime(2029, 12, 1))).replace(
-            microsecond=0
-        )
-    starts_at = wall.replace(tzinfo=zone, fold=draw(st.integers(0, 1))).astimezone(UTC).astimezone(zone)
+        if shape == 1:
+            day = draw(st.sampled_from(TRANSITIONS[zone_name])) + timedelta(days=draw(st.integers(-1, 1)))
+            minutes = 15 * draw(st.integers(-8, 16))
+            wall = datetime.combine(day, datetime.min.time()) + timedelta(minutes=minutes)
+        else:
+            wall = draw(
+                st.datetimes(min_value=datetime(2016, 1, 1), max_value=datetime(2029, 12, 1))
+            ).replace(microsecond=0)
+        starts_at = wall.replace(tzinfo=zone, fold=draw(st.integers(0, 1))).astimezone(UTC).astimezone(zone)
     freq = draw(st.sampled_from(["SECONDLY", "MINUTELY", "HOURLY", "DAILY", "WEEKLY", "MONTHLY", "YEARLY"]))
     p = Parts(freq=freq)
     p.interval = draw(
@@ -288,10 +398,12 @@ def test_expansion_matches_the_rfc_5545_brute_force(
         own = expand(replace(p, count=None, until=None), starts_at, zone_name, PERIODS[p.freq], 2, False)
         assume(bool(own))
         starts_at = own[0].astimezone(ZoneInfo(zone_name))
+        assert starts_at.isoformat() in error.message, p.text()  # the proposal is that first occurrence
         s = schedule(p.text(), starts_at, zone_name)
         try:
             validate_schedule(s, min_interval_seconds=60)
-        except ScheduleError:
+        except ScheduleError as again:
+            assert again.field != "startsAt", (p.text(), again.message)  # a proposal is always accepted
             assume(False)
     try:
         expected = expand(p, starts_at, zone_name, PERIODS[p.freq])
@@ -305,3 +417,15 @@ def test_expansion_matches_the_rfc_5545_brute_force(
         after = horizon[k] + timedelta(seconds=data.draw(st.sampled_from([-1, 0, 1])))
         later = [at for at in expected if at > after][:3]
         assert occurrences_after(s, after, len(later)) == later, p.text()
+    # queries from inside overlaps and at the edges of gaps that fall within what the brute force covers
+    changes = [
+        (instant, change)
+        for instant, change in TRANSITION_INSTANTS[zone_name]
+        if starts_at - timedelta(days=2) <= instant and instant + abs(change) < horizon[-1]
+    ]
+    if changes and len(horizon) > 1:
+        instant, change = data.draw(st.sampled_from(changes))
+        after = _near_transition(instant, change, data.draw(st.integers(0, 13)))
+        later = [at for at in expected if at > after][:3]
+        assume(later and later[-1] <= horizon[-1])
+        assert occurrences_after(s, after, len(later)) == later, (p.text(), after)
