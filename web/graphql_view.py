@@ -7,6 +7,9 @@
 - Subscriptions also run over HTTP: GraphQL over SSE (`Accept: text/event-stream`) and Apollo's multipart
   subscriptions (`Accept: multipart/mixed;subscriptionSpec=1.0`), with heartbeats.
 - GET with `Accept: text/html` always serves GraphiQL; the page reads `?query=` itself, nothing executes.
+- While this process knows its database does not answer, an operation is refused at once with
+  SERVICE_UNAVAILABLE (503 under graphql-response+json, 200 with `data: null` under application/json) and
+  a Retry-After header; one that meets the outage mid-flight gets the same code and header.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UnsetType
 
+from observability.outages import outage, unreachable
 from schema.context import Context
-from services.errors import Unauthenticated
+from schema.errors import UNAVAILABLE, unavailable
+from services.errors import ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web.graphiql import graphiql_page
 from web.origins import AllowedOrigins
@@ -45,6 +50,8 @@ from web.ws_protocols import LegacyWSHandler, TransportWSHandler
 
 # graphql-transport-ws has no code for "too many": 4429 is its "too many requests", with our reason
 SOCKET_QUOTA_CLOSE_CODE = 4429
+# RFC 6455's "Try Again Later": the database did not answer while the socket authenticated
+TRY_AGAIN_LATER_CLOSE_CODE = 1013
 _COUNTED_SOCKET = "proofloop_counted_socket"
 
 
@@ -112,10 +119,40 @@ def error_response(
     return JSONResponse(body, status_code=status, media_type=media_type)
 
 
+def unavailable_response(refused: ServiceUnavailable, media_type: str) -> Response:
+    """An operation refused before it ran: as a request error under graphql-response+json (no `data`),
+    as the usual `data: null` result under application/json."""
+    error = {
+        "message": refused.message,
+        "extensions": {"code": refused.code, "retryAfterSeconds": refused.retry_after_seconds},
+    }
+    if media_type == GRAPHQL_RESPONSE_JSON:
+        response = JSONResponse({"errors": [error]}, status_code=503, media_type=media_type)
+    else:
+        response = JSONResponse({"data": None, "errors": [error]}, media_type=media_type)
+    response.headers["retry-after"] = str(refused.retry_after_seconds)
+    return response
+
+
 def is_request_error(result: ExecutionResult) -> bool:
     """The request never executed: parse, validation or variable errors (none has a path)."""
     errors = result.errors or []
     return result.data is None and bool(errors) and all(e.path is None for e in errors)
+
+
+def unavailable_or_none(error: BaseException) -> ServiceUnavailable | None:
+    dependency = unreachable(error)
+    if dependency is None:
+        return None
+    outage(dependency).failed("websocket connect", error)
+    return unavailable(dependency)
+
+
+async def _close_for_outage(context: Context, refused: ServiceUnavailable) -> None:
+    """Close with "try again later" and the wait, not Strawberry's 4403 (the client did nothing wrong)."""
+    if isinstance(context.request, WebSocket):
+        reason = f"{refused.code}: retry in {refused.retry_after_seconds} s"
+        await context.request.close(code=TRY_AGAIN_LATER_CLOSE_CODE, reason=reason)
 
 
 class ProofloopGraphQL(GraphQL[Context, None]):
@@ -166,10 +203,14 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 status, refused.code, refused.message, field=refused.field, media_type=media_type
             )
             log.info("client error %s %s", refused.code, {"status": status})
+        except ServiceUnavailable as refused:  # counted by its outage: no line per request
+            response = unavailable_response(refused, media_type)
         else:
             if response.media_type == "application/json" and media_type == GRAPHQL_RESPONSE_JSON:
                 response.headers["content-type"] = GRAPHQL_RESPONSE_JSON
                 response.status_code = getattr(request.state, "graphql_status", response.status_code)
+            if (retry_after := getattr(request.state, "retry_after", None)) is not None:
+                response.headers["retry-after"] = str(retry_after)
         await response(scope, receive, send)
 
     @property
@@ -258,6 +299,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         # Strawberry's would run a subscription as a query over plain HTTP (and fail on its generator)
         method = request_adapter.method
         allowed = OperationType.from_http(method) - {OperationType.SUBSCRIPTION}
+        if outage("database").down:  # the probe ends it; every operation needs the database
+            raise unavailable("database")
         try:
             return await self.schema.execute(
                 request_data.query,
@@ -279,7 +322,18 @@ class ProofloopGraphQL(GraphQL[Context, None]):
 
     async def process_result(self, request: Request, result: ExecutionResult) -> GraphQLHTTPResponse:
         processed = await super().process_result(request, result)
-        if is_request_error(result):
+        retry_after = [
+            int(str((e.extensions or {}).get("retryAfterSeconds", 1)))
+            for e in result.errors or ()
+            if (e.extensions or {}).get("code") == UNAVAILABLE
+        ]
+        if retry_after:
+            request.state.retry_after = max(retry_after)
+        if retry_after and result.data is None and len(retry_after) == len(result.errors or ()):
+            request.state.graphql_status = 503  # met the outage mid-flight: nothing to show
+            if response_media_type(request.headers.get("accept", "")) == GRAPHQL_RESPONSE_JSON:
+                processed.pop("data", None)
+        elif is_request_error(result):
             codes = {(e.extensions or {}).get("code") for e in result.errors or ()}
             request.state.graphql_status = 500 if "INTERNAL_SERVER_ERROR" in codes else 400
             if response_media_type(request.headers.get("accept", "")) == GRAPHQL_RESPONSE_JSON:
@@ -315,9 +369,17 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         if context.connection_params is None:
             context.connection_params = {}
         try:
+            if outage("database").down:
+                raise unavailable("database")
             session = await context.authenticate()
         except Unauthenticated:
             raise ConnectionRejectionError({"message": "a valid bearer token is required"}) from None
+        except Exception as exc:
+            refused = exc if isinstance(exc, ServiceUnavailable) else unavailable_or_none(exc)
+            if refused is None:
+                raise
+            await _close_for_outage(context, refused)
+            raise ConnectionRejectionError({"message": refused.message}) from None
         hub = context.hub
         if isinstance(context.request, WebSocket):
             socket, viewer_id, limit = (
