@@ -23,7 +23,7 @@ from typing import Literal
 
 import asyncpg
 import redis
-from dramatiq.errors import ConnectionError as BrokerConnectionError
+from dramatiq.errors import BrokerConnectionError
 from tortoise.exceptions import DBConnectionError
 
 log = logging.getLogger("proofloop.outage")
@@ -31,24 +31,21 @@ log = logging.getLogger("proofloop.outage")
 Dependency = Literal["database", "redis"]
 DEPENDENCIES: tuple[Dependency, ...] = ("database", "redis")
 REPORT_SECONDS = 10.0
-# the libraries whose frames say which dependency a bare timeout or socket error came from
-_LIBRARIES: dict[str, Dependency] = {
-    "asyncpg": "database",
-    "tortoise": "database",
-    "redis": "redis",
-    "dramatiq": "redis",
-}
+# clients whose code raises bare timeouts and socket errors (redis-py and Dramatiq raise their own types)
+_DATABASE_CLIENTS = frozenset({"asyncpg", "tortoise"})
+# the standard library's plumbing between a client and the error it raises
+_PLUMBING = frozenset({"asyncio", "concurrent", "socket", "ssl", "selectors", "contextlib", "functools"})
 
 
-def _raised_in(error: BaseException) -> Dependency | None:
-    """The dependency whose client raised `error`: the innermost frame of a known library."""
-    found: Dependency | None = None
+def _raised_in_database_client(error: BaseException) -> bool:
+    """Whether the innermost frame below the standard library's plumbing is a database client's."""
+    packages: list[str] = []
     tb: TracebackType | None = error.__traceback__
     while tb is not None:
-        package = str(tb.tb_frame.f_globals.get("__name__", "")).split(".", 1)[0]
-        found = _LIBRARIES.get(package, found)
+        packages.append(str(tb.tb_frame.f_globals.get("__name__", "")).split(".", 1)[0])
         tb = tb.tb_next
-    return found
+    innermost = next((p for p in reversed(packages) if p not in _PLUMBING), None)
+    return innermost in _DATABASE_CLIENTS
 
 
 def _chain(error: BaseException) -> Iterator[BaseException]:
@@ -71,7 +68,7 @@ def _one_unreachable(error: BaseException) -> Dependency | None:
         return "redis"
     if isinstance(error, OSError):  # TimeoutError and ConnectionError among them
         # a client-side bound (asyncpg's command_timeout, a pool's connect) or a refused socket
-        return _raised_in(error)
+        return "database" if _raised_in_database_client(error) else None
     return None
 
 
@@ -172,7 +169,8 @@ class CountedAsOutage(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         if error is not None and (dependency := unreachable(error)) is not None:
-            actor = getattr(record.args[0], "actor_name", None) if isinstance(record.args, tuple) else None
+            args = record.args if isinstance(record.args, tuple) else ()
+            actor = getattr(args[0], "actor_name", None) if args else None
             outage(dependency).failed(str(actor or record.name), error)
             return False
         return not (record.name.startswith("dramatiq.middleware.retries") and any_down())
