@@ -34,7 +34,9 @@ REPORT_SECONDS = 10.0
 # clients whose code raises bare timeouts and socket errors (redis-py and Dramatiq raise their own types)
 _DATABASE_CLIENTS = frozenset({"asyncpg", "tortoise"})
 # the standard library's plumbing between a client and the error it raises
-_PLUMBING = frozenset({"asyncio", "concurrent", "socket", "ssl", "selectors", "contextlib", "functools"})
+_PLUMBING = frozenset(
+    {"asyncio", "uvloop", "concurrent", "socket", "ssl", "selectors", "contextlib", "functools"}
+)
 
 
 def _raised_in_database_client(error: BaseException) -> bool:
@@ -109,10 +111,9 @@ class Outage:
                 self._since, self._reported_at = now, now
                 self._unreported.clear()
                 log.error(
-                    "%s unreachable (%s: %s): operations fail until it answers; counts every %.0f s",
+                    "%s unreachable (%s): operations fail until it answers; counts every %.0f s",
                     self.dependency,
-                    type(error).__name__,
-                    str(error)[:200],
+                    f"{type(error).__name__}: {error}"[:200] if str(error) else type(error).__name__,
                     REPORT_SECONDS,
                     extra={"dependency": self.dependency, "operation": operation},
                 )
@@ -135,13 +136,12 @@ class Outage:
         failed = ", ".join(f"{name} {n}" for name, n in self._unreported.most_common())
         log.log(
             logging.ERROR if state == "still unreachable" else logging.WARNING,
-            "%s %s after %.1f s; %d operations failed (%s in the last %.0f s)",
+            "%s %s after %.1f s; %d operations failed in all (since the last line: %s)",
             self.dependency,
             state,
             now - self._since,
             self._total,
             failed or "none",
-            now - self._reported_at,
             extra={"dependency": self.dependency},
         )
         self._reported_at = now
@@ -161,19 +161,35 @@ def set_retry_after(seconds: float) -> None:
         each.retry_after_seconds = max(1, math.ceil(seconds))
 
 
+# Dramatiq's own lines that repeat per message or per consumer while Redis or the database is down
+_CONSUMER = "dramatiq.worker.ConsumerThread"
+_REPEATED_DURING_OUTAGES = {
+    "dramatiq.middleware.retries": "Retries exceeded",
+    _CONSUMER: "Restarting consumer",
+}
+
+
 class CountedAsOutage(logging.Filter):
     """On the log's handler: a record whose error is an outage's (Dramatiq's "Failed to process message",
-    a library's own traceback) is counted instead of written; Dramatiq's per-message "Retries exceeded"
-    lines are dropped while an outage is on, since each of those failures is already counted."""
+    its consumers' and acks' connection errors, a library's own traceback) is counted instead of written;
+    Dramatiq's per-message "Retries exceeded" and per-consumer "Restarting consumer" lines are dropped
+    while an outage is on, since each of those failures is already counted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
         error = record.exc_info[1] if record.exc_info else None
+        if error is None and record.name.startswith("dramatiq."):
+            # "Consumer encountered a connection error: %s", "Failed to post_process_message(%s) due to…"
+            error = next((arg for arg in args if isinstance(arg, Exception)), None)
         if error is not None and (dependency := unreachable(error)) is not None:
-            args = record.args if isinstance(record.args, tuple) else ()
             actor = getattr(args[0], "actor_name", None) if args else None
             outage(dependency).failed(str(actor or record.name), error)
             return False
-        return not (record.name.startswith("dramatiq.middleware.retries") and any_down())
+        repeated = any(
+            record.name.startswith(name) and str(record.msg).startswith(start)
+            for name, start in _REPEATED_DURING_OUTAGES.items()
+        )
+        return not (repeated and any_down())
 
 
 def any_down() -> bool:

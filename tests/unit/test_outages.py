@@ -83,7 +83,9 @@ async def test_the_log_handler_counts_a_librarys_traceback_instead_of_writing_it
     record = logging.LogRecord("dramatiq.worker.WorkerThread", logging.ERROR, "", 0, "failed", (), None)
     record.exc_info = (type(error), error, error.__traceback__)
     assert counted.filter(record) is False
-    retries = logging.LogRecord("dramatiq.middleware.retries.Retries", logging.WARNING, "", 0, "x", (), None)
+    retries = logging.LogRecord(
+        "dramatiq.middleware.retries.Retries", logging.WARNING, "", 0, "Retries exceeded", (), None
+    )
     assert counted.filter(retries) is False  # the outage started above is still on
     from observability.outages import outage
 
