@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable
 
 from observability.metrics import EVENTS_PUBLISHED
+from observability.outages import outage
 from realtime.redis_client import redis_client_or_none
 
 log = logging.getLogger("proofloop.realtime")
@@ -30,7 +31,7 @@ async def publish_positions(positions: Iterable[tuple[str, int]]) -> None:
         latest[user_id] = max(position, latest.get(user_id, 0))
         EVENTS_PUBLISHED.inc()
     client = redis_client_or_none()
-    if not latest or client is None:
+    if not latest or client is None or outage("redis").down:  # listeners read the table every few seconds
         return
     try:
         async with client.pipeline(transaction=False) as pipe:

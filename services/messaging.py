@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import dramatiq
 
-from observability.outages import report_failure
+from observability.outages import outage, report_failure
 from services.db import buffer_until_commit
 
 log = logging.getLogger("proofloop.messaging")
@@ -48,6 +48,8 @@ async def send(messages: list[Outgoing]) -> None:
 
 
 async def _send_committed(messages: list[Outgoing]) -> None:
+    if outage("redis").down:  # left to the pump and the mail sweep at once, not after Redis's timeouts
+        return
     try:
         await send(messages)
     except Exception as exc:

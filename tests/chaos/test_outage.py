@@ -143,7 +143,6 @@ async def test_restarts_under_a_running_worker_log_a_start_a_count_and_an_end(
         finally:
             await run.stop_burst()
         worker_log = run.worker.log()
-        print("WORKERLOG", worker_log, "APILOG", run.api.log())
     assert "database unreachable" in worker_log and "database answers again" in worker_log, worker_log[-4000:]
     assert "redis unreachable" in worker_log and "redis answers again" in worker_log, worker_log[-4000:]
     assert "operations failed" in worker_log
