@@ -66,6 +66,15 @@ def unavailable(dependency: Dependency) -> ServiceUnavailable:
     return ServiceUnavailable(f"the {dependency} does not answer; retry in {retry} s", retry)
 
 
+def unavailable_after(error: BaseException, operation: str) -> ServiceUnavailable | None:
+    """The refusal for an error that says a dependency did not answer (counted by its outage), or None."""
+    dependency = unreachable(error)
+    if dependency is None:
+        return None
+    outage(dependency).failed(operation, error)
+    return unavailable(dependency)
+
+
 def coded_error(error: GraphQLError) -> GraphQLError:
     original = _innermost(error.original_error)
     variable = _coerced_variable(error)

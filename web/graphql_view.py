@@ -36,9 +36,9 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UnsetType
 
-from observability.outages import outage, unreachable
+from observability.outages import outage
 from schema.context import Context
-from schema.errors import UNAVAILABLE, unavailable
+from schema.errors import UNAVAILABLE, unavailable, unavailable_after
 from services.errors import ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web.graphiql import graphiql_page
@@ -138,14 +138,6 @@ def is_request_error(result: ExecutionResult) -> bool:
     """The request never executed: parse, validation or variable errors (none has a path)."""
     errors = result.errors or []
     return result.data is None and bool(errors) and all(e.path is None for e in errors)
-
-
-def unavailable_or_none(error: BaseException) -> ServiceUnavailable | None:
-    dependency = unreachable(error)
-    if dependency is None:
-        return None
-    outage(dependency).failed("websocket connect", error)
-    return unavailable(dependency)
 
 
 async def _close_for_outage(context: Context, refused: ServiceUnavailable) -> None:
@@ -375,7 +367,9 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         except Unauthenticated:
             raise ConnectionRejectionError({"message": "a valid bearer token is required"}) from None
         except Exception as exc:
-            refused = exc if isinstance(exc, ServiceUnavailable) else unavailable_or_none(exc)
+            refused = (
+                exc if isinstance(exc, ServiceUnavailable) else unavailable_after(exc, "websocket connect")
+            )
             if refused is None:
                 raise
             await _close_for_outage(context, refused)

@@ -44,6 +44,28 @@ def post_graphql(url: str, token: str, accept: str) -> tuple[int, dict[str, str]
         return int(exc.code), dict(exc.headers), json.loads(exc.read())
 
 
+def post_upload(url: str, token: str) -> tuple[int, dict[str, object]]:
+    """A multipart upload: its token is checked before the body is read."""
+    body = (
+        b'--b\r\nContent-Disposition: form-data; name="operations"\r\n\r\n{"query": "{ me { id } }"}\r\n'
+        b'--b\r\nContent-Disposition: form-data; name="map"\r\n\r\n{}\r\n--b--\r\n'
+    )
+    request = urllib.request.Request(
+        f"{url}/graphql",
+        data=body,
+        headers={
+            "Content-Type": "multipart/form-data; boundary=b",
+            "Accept": GRAPHQL_RESPONSE,
+            "Authorization": f"Bearer {token}",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status), json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), json.loads(exc.read())
+
+
 def code_of(body: dict[str, object]) -> object:
     errors = body.get("errors")
     if not isinstance(errors, list) or not errors:
@@ -86,6 +108,7 @@ async def test_graphql_says_service_unavailable_while_postgres_is_paused(
             answers = [await asyncio.to_thread(post_graphql, run.api_url, token, GRAPHQL_RESPONSE)]
             answers.append(await asyncio.to_thread(post_graphql, run.api_url, token, GRAPHQL_RESPONSE))
             plain = await asyncio.to_thread(post_graphql, run.api_url, token, "application/json")
+            upload = await asyncio.to_thread(post_upload, run.api_url, token)
             closed_with = await websocket_close_code(run.api_url, token)
         finally:
             private_pg.resume()
@@ -101,6 +124,7 @@ async def test_graphql_says_service_unavailable_while_postgres_is_paused(
         status, headers, body = plain
         assert (status, body["data"], code_of(body)) == (200, None, "SERVICE_UNAVAILABLE"), body
         assert int(headers["retry-after"]) >= 1
+        assert (upload[0], code_of(upload[1])) == (503, "SERVICE_UNAVAILABLE"), upload
         assert closed_with == 1013  # "try again later"
 
         deadline = time.monotonic() + 20
