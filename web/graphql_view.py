@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from functools import cached_property
@@ -50,6 +51,8 @@ from web.ws_protocols import LegacyWSHandler, TransportWSHandler
 
 # graphql-transport-ws has no code for "too many": 4429 is its "too many requests", with our reason
 SOCKET_QUOTA_CLOSE_CODE = 4429
+# how often a running request looks whether the database's outage has become known meanwhile
+OUTAGE_LOOK_SECONDS = 0.25
 # RFC 6455's "Try Again Later": the database did not answer while the socket authenticated
 TRY_AGAIN_LATER_CLOSE_CODE = 1013
 _COUNTED_SOCKET = "proofloop_counted_socket"
@@ -164,6 +167,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         self.settings = settings
         self.origins = origins
         self.trusted_documents = trusted_documents
+        self._abandoned: set[asyncio.Future[Response]] = set()  # runs answered for, held until they end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -180,7 +184,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         request = Request(scope=scope, receive=receive)
         media_type = response_media_type(request.headers.get("accept", ""))
         try:
-            response = await self.run(request)
+            response = await self._run_unless_outage(request)
         except HTTPException as e:
             field = "accept" if e.reason == SUBSCRIPTIONS_OVER_HTTP else _request_part(e.reason)
             response = error_response(
@@ -204,6 +208,26 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             if (retry_after := getattr(request.state, "retry_after", None)) is not None:
                 response.headers["retry-after"] = str(retry_after)
         await response(scope, receive, send)
+
+    async def _run_unless_outage(self, request: Request) -> Response:
+        """Strawberry's run, answered SERVICE_UNAVAILABLE as soon as the database's outage is known (from
+        /readyz, the probe or another request) rather than after this request's own timeouts; the run
+        goes on unseen until those end it."""
+        running = asyncio.ensure_future(self.run(request))
+        while True:
+            done, _ = await asyncio.wait({running}, timeout=OUTAGE_LOOK_SECONDS)
+            if done:
+                response: Response = running.result()
+                return response
+            if outage("database").down:
+                self._abandoned.add(running)
+                running.add_done_callback(self._forget)
+                raise unavailable("database")
+
+    def _forget(self, running: asyncio.Future[Response]) -> None:
+        self._abandoned.discard(running)
+        if not running.cancelled():
+            running.exception()  # its errors were logged (counted) by the schema
 
     @property
     def graphql_ide_html(self) -> str:
