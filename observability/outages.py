@@ -4,7 +4,8 @@ Every place that catches a failure hands it to `report_failure`: an error that s
 did not answer counts against that dependency's `Outage`, which logs one line when the outage starts, a
 count every `REPORT_SECONDS` while it lasts and one line when it ends (when something next answers);
 anything else is logged by the caller's logger with its traceback, as a bug. The API refuses GraphQL at
-once while its database's outage is on (web/outage_gate.py), and a probe ends it (web/outage_probe.py).
+once while its database's outage is on (web/graphql_view.py, ws_protocols.py, uploads.py) and its probe
+ends it (web/health.py); a worker's watchdog pass ends it there (actors/watchdog.py).
 
 Process-wide like a logger: the catch sites live in services, realtime and actors, none of which holds
 the process's resources.
