@@ -2,7 +2,8 @@
 
 While PostgreSQL is paused, GraphQL answers SERVICE_UNAVAILABLE with retryAfterSeconds and a Retry-After
 header (503 under graphql-response+json, 200 with `data: null` under application/json), a websocket is
-closed with "try again later", and requests succeed again once it resumes. Restarts of PostgreSQL and
+closed with "try again later", and requests succeed again once it resumes; with Redis down, logins and
+mutations still succeed. Restarts of PostgreSQL and
 Redis under a running worker leave a start line, an end line and no traceback per row in its log.
 (How fast the answers come is measured by `python -m bench.outage`, never asserted here.)
 """
@@ -135,6 +136,17 @@ async def test_graphql_says_service_unavailable_while_postgres_is_paused(
             assert code_of(body) == "SERVICE_UNAVAILABLE", body
             await asyncio.sleep(0.3)
         assert status == 200 and body["data"] == {"me": {"id": user["id"]}}, body
+
+        # Redis down refuses nothing: a login (its limits unchecked) and a mutation (its notice and link
+        # left to the table and the pump) still succeed
+        private_redis.stop()
+        try:
+            async with ApiClient(run.api_url) as api:
+                other, _ = await api.register()
+                created = await create_short_task(api, other, start_in=60, every=60)
+        finally:
+            private_redis.start()
+        assert created["id"]
 
         log = run.api.log()
         assert "INTERNAL_SERVER_ERROR" not in log
