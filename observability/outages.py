@@ -165,16 +165,16 @@ def set_retry_after(seconds: float) -> None:
 # Dramatiq's own lines that repeat per message or per consumer while Redis or the database is down
 _CONSUMER = "dramatiq.worker.ConsumerThread"
 _REPEATED_DURING_OUTAGES = {
-    "dramatiq.middleware.retries": "Retries exceeded",
-    _CONSUMER: "Restarting consumer",
+    "dramatiq.middleware.retries": ("Retries exceeded", "Retrying message"),
+    _CONSUMER: ("Restarting consumer",),
 }
 
 
 class CountedAsOutage(logging.Filter):
     """On the log's handler: a record whose error is an outage's (Dramatiq's "Failed to process message",
     its consumers' and acks' connection errors, a library's own traceback) is counted instead of written;
-    Dramatiq's per-message "Retries exceeded" and per-consumer "Restarting consumer" lines are dropped
-    while an outage is on, since each of those failures is already counted."""
+    Dramatiq's per-message "Retries exceeded"/"Retrying message" and per-consumer "Restarting consumer"
+    lines are dropped while an outage is on, since each of those failures is already counted."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args if isinstance(record.args, tuple) else ()
@@ -187,8 +187,8 @@ class CountedAsOutage(logging.Filter):
             outage(dependency).failed(str(actor or record.name), error)
             return False
         repeated = any(
-            record.name.startswith(name) and str(record.msg).startswith(start)
-            for name, start in _REPEATED_DURING_OUTAGES.items()
+            record.name.startswith(name) and str(record.msg).startswith(starts)
+            for name, starts in _REPEATED_DURING_OUTAGES.items()
         )
         return not (repeated and any_down())
 
