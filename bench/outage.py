@@ -5,9 +5,11 @@ Two pauses of PAUSE_S seconds each. In the first nobody polls /readyz: the first
 outage (it waits for the statement timeout) and every later one is refused at once. In the second a load
 balancer polls /readyz every second, as in production: the first request is already refused at once.
 Printed per pause: each answer's status, code and latency (first, then p50/max of the rest), /healthz's
-worst latency meanwhile, and how long after the resume the first request succeeded.
+worst latency meanwhile, and how long after the resume the first request succeeded. Then the worker's log
+through a PostgreSQL restart and a Redis restart under a burst of BENCH_OUTAGE_TASKS tasks due together
+every 2 s: its tracebacks and outage lines.
 
-Run: .venv/bin/python -m bench.outage   (BENCH_OUTAGE_PAUSE_S, default 10)
+Run: .venv/bin/python -m bench.outage [pauses] [restarts]   (BENCH_OUTAGE_PAUSE_S, default 10; BENCH_OUTAGE_TASKS, default 300)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import json
 import os
 import statistics
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -26,7 +29,9 @@ from tests.chaos.private_services import PrivatePostgres, PrivateRedis
 from tests.harness import ApiClient
 
 PAUSE_S = float(os.environ.get("BENCH_OUTAGE_PAUSE_S", "10"))
+TASKS = int(os.environ.get("BENCH_OUTAGE_TASKS", "300"))
 IDLE = Shape(tasks=0, every=2, start_in=2, before=0, after=0, pause=0)
+BURST = Shape(tasks=TASKS, every=2, start_in=5 + TASKS / 30, before=0.5, after=0, pause=0)
 ME = json.dumps({"query": "{ me { id } }"}).encode()
 
 
@@ -111,7 +116,35 @@ async def one_pause(run: ChaosRun, pg: PrivatePostgres, token: str, balancer: bo
     print(f"first success {back_after:.2f} s after the resume")
 
 
-async def main() -> None:
+async def restarts(pg: PrivatePostgres, redis: PrivateRedis) -> None:
+    run = ChaosRun(pg, redis, f"outage_bench_{uuid.uuid4().hex[:8]}", BURST)
+    run.env["PROOFLOOP_MAX_TASKS_PER_USER"] = str(TASKS)  # one user makes the whole burst
+    async with run.running():
+        assert run.worker is not None
+        await run.start_burst()
+        try:
+            before = len(run.worker.log().splitlines())
+            started = time.monotonic()
+            await asyncio.to_thread(pg.stop)
+            await asyncio.sleep(2.5)  # a restart as long as a real one (this cluster restarts in 0.3 s)
+            await asyncio.to_thread(pg.start)
+            pg_down = time.monotonic() - started
+            await asyncio.sleep(5)
+            await asyncio.to_thread(redis.restart, 3.0)
+            await asyncio.sleep(5)
+        finally:
+            await run.stop_burst()
+        lines = run.worker.log().splitlines()[before:]
+    print(
+        f"\n== worker log: {TASKS} tasks due every 2 s, PostgreSQL restarted ({pg_down:.1f} s), then Redis (3 s)"
+    )
+    print(f"lines: {len(lines)}, tracebacks: {sum(line.startswith('Traceback') for line in lines)}")
+    for line in lines:
+        if "proofloop.outage" in line:
+            print(line[:300])
+
+
+async def pauses() -> None:
     with PrivatePostgres() as pg, PrivateRedis() as redis:
         run = ChaosRun(pg, redis, f"outage_bench_{uuid.uuid4().hex[:8]}", IDLE)
         for name in (
@@ -125,8 +158,16 @@ async def main() -> None:
             await one_pause(run, pg, token, balancer=False)
             await asyncio.sleep(2)
             await one_pause(run, pg, token, balancer=True)
+
+
+async def main(parts: list[str]) -> None:
+    if "pauses" in parts:
+        await pauses()
+    if "restarts" in parts:
+        with PrivatePostgres() as pg, PrivateRedis() as redis:
+            await restarts(pg, redis)
     print(f"\nload average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:] or ["pauses", "restarts"]))

@@ -94,8 +94,8 @@ class Outage:
         self._lock = threading.Lock()
         self._since: float | None = None
         self._reported_at = 0.0
-        self._total = 0
-        self._unreported: Counter[str] = Counter()
+        self._reported = 0  # failures counted by the last line
+        self._failed: Counter[str] = Counter()  # by operation, since the outage started
         self.retry_after_seconds = 1
 
     @property
@@ -106,11 +106,9 @@ class Outage:
         """An operation failed because the dependency did not answer."""
         with self._lock:
             now = self._clock()
-            self._total += 1
-            self._unreported[operation] += 1
+            self._failed[operation] += 1
             if self._since is None:
-                self._since, self._reported_at = now, now
-                self._unreported.clear()
+                self._since, self._reported_at, self._reported = now, now, 1
                 log.error(
                     "%s unreachable (%s): operations fail until it answers; counts every %.0f s",
                     self.dependency,
@@ -119,7 +117,17 @@ class Outage:
                     extra={"dependency": self.dependency, "operation": operation},
                 )
             elif now - self._reported_at >= REPORT_SECONDS:
-                self._report(now, "still unreachable")
+                total = self._failed.total()
+                log.error(
+                    "%s still unreachable after %.1f s; %d operations failed in the last %.0f s (%d in all)",
+                    self.dependency,
+                    now - self._since,
+                    total - self._reported,
+                    now - self._reported_at,
+                    total,
+                    extra={"dependency": self.dependency},
+                )
+                self._reported_at, self._reported = now, total
 
     def answered(self) -> None:
         """The dependency answered: an outage, if one was on, has ended."""
@@ -128,25 +136,17 @@ class Outage:
         with self._lock:
             if self._since is None:
                 return
-            now = self._clock()
-            self._report(now, "answers again")
-            self._since, self._total = None, 0
-
-    def _report(self, now: float, state: str) -> None:
-        assert self._since is not None
-        failed = ", ".join(f"{name} {n}" for name, n in self._unreported.most_common())
-        log.log(
-            logging.ERROR if state == "still unreachable" else logging.WARNING,
-            "%s %s after %.1f s; %d operations failed in all (since the last line: %s)",
-            self.dependency,
-            state,
-            now - self._since,
-            self._total,
-            failed or "none",
-            extra={"dependency": self.dependency},
-        )
-        self._reported_at = now
-        self._unreported.clear()
+            by_operation = ", ".join(f"{name} {n}" for name, n in self._failed.most_common())
+            log.warning(
+                "%s answers again after %.1f s; %d operations failed (%s)",
+                self.dependency,
+                self._clock() - self._since,
+                self._failed.total(),
+                by_operation,
+                extra={"dependency": self.dependency},
+            )
+            self._since = None
+            self._failed.clear()
 
 
 _OUTAGES: dict[Dependency, Outage] = {dependency: Outage(dependency) for dependency in DEPENDENCIES}
