@@ -22,7 +22,7 @@ from dramatiq.worker import ConsumerThread, Worker
 from actors.health import HealthReport, remove_report, write_report
 from observability.exposition import multiprocess_dir
 from observability.metrics import CONSUMER_RESTARTS, CONSUMERS_ALIVE
-from observability.outages import outage
+from observability.outages import outage, report_failure
 from services.db import connection
 
 log = logging.getLogger("proofloop.watchdog")
@@ -78,8 +78,8 @@ class ConsumerWatchdog(Middleware):
         while not self.stopping.wait(PASS_SECONDS):
             try:
                 self.look_once()
-            except Exception:
-                log.exception("watchdog pass failed")
+            except Exception as exc:
+                report_failure(log, "watchdog pass", exc, "watchdog pass failed")
 
     def look_once(self) -> HealthReport:
         assert self.worker is not None
