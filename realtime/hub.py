@@ -14,7 +14,6 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from datetime import UTC, datetime
-from logging import WARNING
 from typing import Any, Protocol
 
 import redis.asyncio as aioredis
@@ -182,7 +181,7 @@ class Hub:
                         "token expiry read",
                         exc,
                         "reading a token's expiry failed; retrying",
-                        level=WARNING,
+                        level=logging.WARNING,
                     )
                     await asyncio.sleep(self._catch_up_seconds)
                     continue
@@ -234,7 +233,7 @@ class Hub:
                     "event read",
                     exc,
                     "reading new events failed; retrying on the next wake-up",
-                    level=WARNING,
+                    level=logging.WARNING,
                 )
 
     async def _listen(self) -> None:
