@@ -35,7 +35,7 @@ from settings import Settings, get_settings
 from storage.blobs import BlobStore
 from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
-from web.health import healthz, readyz
+from web.health import healthz, probe_outages, readyz
 from web.heap import freeze_start_up, frozen_subscriptions
 from web.media import media_endpoint
 from web.metrics import metrics
@@ -105,6 +105,9 @@ def create_app(settings: Settings | None = None) -> Starlette:
             name_lookups=NameLookups(),
         )
         sweep = start_media_sweep(settings)
+        probe = asyncio.create_task(
+            probe_outages(database, redis, settings.outage_probe_seconds, settings.ready_timeout_seconds)
+        )
         heap: AbstractAsyncContextManager[None] = nullcontext()
         if settings.gc_freeze:
             freeze_start_up()  # full collections skip start-up's objects from now on
@@ -115,6 +118,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             async with heap:
                 yield {"resources": resources}
         finally:
+            probe.cancel()
             if sweep is not None:
                 sweep.cancel()
             await hub.stop()

@@ -24,6 +24,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from tortoise.connection import get_connection
 
 from models.config import tortoise_config
+from observability.outages import CountedAsOutage
 from settings import Settings
 
 log = logging.getLogger("proofloop.runtime")
@@ -75,6 +76,9 @@ def configure_logging(settings: Settings) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(
+        CountedAsOutage()
+    )  # an outage is one line, a count and one line: never a traceback each
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())

@@ -110,6 +110,9 @@ class Settings(BaseSettings):
     redis_connect_timeout_seconds: float = 2.0
     redis_socket_timeout_seconds: float = 5.0
     ready_timeout_seconds: float = 0.8  # /readyz answers within about this, ready or not
+    # during an outage the API looks this often whether the database (Redis) answers again; clients are
+    # told to retry after it (SERVICE_UNAVAILABLE's retryAfterSeconds)
+    outage_probe_seconds: float = 1.0
     worker_metrics_port: int = 9191
 
     gc_freeze: bool = True  # API: move start-up's objects out of the collector's full passes

@@ -10,6 +10,7 @@ from typing import Any
 from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
+from observability.outages import report_failure
 from services.mail.outbox import resend_stranded_mail
 from settings import Settings
 
@@ -33,8 +34,8 @@ class MailSweep(Middleware):
             try:
                 if resent := await resend_stranded_mail():
                     log.info("resent %d mail messages that never left", resent)
-            except Exception:
-                log.exception("mail sweep failed; retrying on the next one")
+            except Exception as exc:
+                report_failure(log, "mail sweep", exc, "mail sweep failed; retrying on the next one")
             await asyncio.sleep(self.interval)
 
     def before_worker_shutdown(self, broker: Any, worker: Any) -> None:

@@ -10,6 +10,7 @@ import time
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
+from observability.outages import report_failure
 from services.messaging import CHAIN_QUEUE
 from services.pump import PumpSettings, pump_once
 from services.reminder_links import claim_due_reminders
@@ -66,8 +67,8 @@ async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
             await asyncio.create_task(claim_due_reminders(config, links_in_use=in_use, resend_overdue=resend))
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
-        except Exception:
+        except Exception as exc:
             # one bad tick never stops the pump: the next one retries
-            log.exception("pump tick failed")
+            report_failure(log, "pump tick", exc, "pump tick failed")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), timeout=settings.pump_interval_seconds)

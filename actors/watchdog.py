@@ -22,6 +22,7 @@ from dramatiq.worker import ConsumerThread, Worker
 from actors.health import HealthReport, remove_report, write_report
 from observability.exposition import multiprocess_dir
 from observability.metrics import CONSUMER_RESTARTS, CONSUMERS_ALIVE
+from observability.outages import outage, report_failure
 from services.db import connection
 
 log = logging.getLogger("proofloop.watchdog")
@@ -77,8 +78,8 @@ class ConsumerWatchdog(Middleware):
         while not self.stopping.wait(PASS_SECONDS):
             try:
                 self.look_once()
-            except Exception:
-                log.exception("watchdog pass failed")
+            except Exception as exc:
+                report_failure(log, "watchdog pass", exc, "watchdog pass failed")
 
     def look_once(self) -> HealthReport:
         assert self.worker is not None
@@ -105,7 +106,9 @@ class ConsumerWatchdog(Middleware):
         try:
             self.worker.broker.client.ping()  # type: ignore[attr-defined]
         except Exception as exc:
+            outage("redis").failed("health check", exc)
             return f"error: {type(exc).__name__}"
+        outage("redis").answered()  # this pass is the worker's probe: it ends an outage
         return "ok"
 
     def _check_database(self) -> str:
@@ -117,7 +120,9 @@ class ConsumerWatchdog(Middleware):
             future.result(timeout=self.ready_timeout_seconds + 0.5)
         except Exception as exc:
             future.cancel()
+            outage("database").failed("health check", exc)
             return f"error: {type(exc).__name__}"
+        outage("database").answered()
         return "ok"
 
     async def _select_one(self) -> None:

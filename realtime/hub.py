@@ -21,6 +21,7 @@ from redis.exceptions import RedisError
 
 from models import Event
 from observability.metrics import OPEN_SUBSCRIPTIONS
+from observability.outages import report_failure
 from realtime.notices import CONTROL_CHANNEL, EVENTS_CHANNEL_PREFIX
 from realtime.subscribers import EndReason, Subscriber
 from services.access import pushed_to
@@ -174,8 +175,14 @@ class Hub:
                 await asyncio.sleep(max(0.0, (expires_at - datetime.now(UTC)).total_seconds()))
                 try:
                     latest = await self._token_expiry(token_id)
-                except Exception:
-                    log.warning("reading a token's expiry failed; retrying", exc_info=True)
+                except Exception as exc:
+                    report_failure(
+                        log,
+                        "token expiry read",
+                        exc,
+                        "reading a token's expiry failed; retrying",
+                        level=logging.WARNING,
+                    )
                     await asyncio.sleep(self._catch_up_seconds)
                     continue
                 if latest is None or latest <= datetime.now(UTC):
@@ -220,8 +227,14 @@ class Hub:
                 await self.catch_up()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.warning("reading new events failed; retrying on the next wake-up", exc_info=True)
+            except Exception as exc:
+                report_failure(
+                    log,
+                    "event read",
+                    exc,
+                    "reading new events failed; retrying on the next wake-up",
+                    level=logging.WARNING,
+                )
 
     async def _listen(self) -> None:
         while True:

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable
 
 from observability.metrics import EVENTS_PUBLISHED
+from observability.outages import outage, report_failure
 from realtime.redis_client import redis_client_or_none
 
 log = logging.getLogger("proofloop.realtime")
@@ -30,15 +31,16 @@ async def publish_positions(positions: Iterable[tuple[str, int]]) -> None:
         latest[user_id] = max(position, latest.get(user_id, 0))
         EVENTS_PUBLISHED.inc()
     client = redis_client_or_none()
-    if not latest or client is None:
+    if not latest or client is None or outage("redis").down:  # listeners read the table every few seconds
         return
     try:
         async with client.pipeline(transaction=False) as pipe:
             for user_id, position in latest.items():
                 pipe.publish(events_channel(user_id), str(position))
             await pipe.execute()
-    except Exception:
-        log.warning("publishing event notices failed; listeners catch up from the table", exc_info=True)
+    except Exception as exc:
+        message = "publishing event notices failed; listeners catch up from the table"
+        report_failure(log, "event notice", exc, message, level=logging.WARNING)
 
 
 async def publish_control(kind: str, **fields: str) -> None:
@@ -48,5 +50,6 @@ async def publish_control(kind: str, **fields: str) -> None:
         return
     try:
         await client.publish(CONTROL_CHANNEL, json.dumps({"kind": kind, **fields}))
-    except Exception:
-        log.warning("publishing control notice %s failed", kind, exc_info=True)
+    except Exception as exc:
+        message = "publishing control notice %s failed"
+        report_failure(log, "control notice", exc, message, kind, level=logging.WARNING)

@@ -1,9 +1,10 @@
 """Errors as the contract shows them: a code in extensions, and nothing about the inside.
 
 Our own errors (services.errors) keep their message and code; variable coercion failures become
-BAD_USER_INPUT naming the variable; other document errors become GRAPHQL_VALIDATION_FAILED; anything else
-is masked as INTERNAL_SERVER_ERROR. Every error is logged once, never with the document or its variables:
-client mistakes at INFO, real bugs at ERROR with their traceback.
+BAD_USER_INPUT naming the variable; other document errors become GRAPHQL_VALIDATION_FAILED; an error that
+says the database or Redis did not answer becomes SERVICE_UNAVAILABLE (counted by its outage, not logged
+one by one); anything else is masked as INTERNAL_SERVER_ERROR. Every error is logged once, never with the
+document or its variables: client mistakes at INFO, real bugs at ERROR with their traceback.
 """
 
 from __future__ import annotations
@@ -28,13 +29,15 @@ from strawberry.extensions import MaskErrors
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionContext
 
+from observability.outages import Dependency, outage, unreachable
 from schema.scalars import InvalidDateTime
-from services.errors import BadInput, ProofloopError, RateLimited
+from services.errors import BadInput, ProofloopError, RateLimited, ServiceUnavailable
 
 log = logging.getLogger("proofloop.graphql")
 
 INTERNAL_MESSAGE = "Internal server error."
 INTERNAL = "INTERNAL_SERVER_ERROR"
+UNAVAILABLE = ServiceUnavailable.code
 # a document that cannot run as sent (no operation, or one this transport does not carry)
 DOCUMENT_ERRORS = (GraphQLError, MissingQueryError, CannotGetOperationTypeError, InvalidOperationTypeError)
 # graphql-core: "Variable '$input' has invalid value at .gps.radiusMeters: Float cannot represent ..."
@@ -101,12 +104,30 @@ def _literal_field(error: GraphQLError) -> str | None:
     return paths.found
 
 
+def unavailable(dependency: Dependency) -> ServiceUnavailable:
+    """The refusal while `dependency` does not answer: retry after the outage probe's next look."""
+    retry = outage(dependency).retry_after_seconds
+    return ServiceUnavailable(f"the {dependency} does not answer; retry in {retry} s", retry)
+
+
+def unavailable_after(error: BaseException, operation: str) -> ServiceUnavailable | None:
+    """The refusal for an error that says a dependency did not answer (counted by its outage), or None."""
+    dependency = unreachable(error)
+    if dependency is None:
+        return None
+    outage(dependency).failed(operation, error)
+    return unavailable(dependency)
+
+
 def coded_error(error: GraphQLError) -> GraphQLError:
     original = _innermost(error.original_error)
     variable = _coerced_variable(error)
+    dependency = unreachable(original) if original is not None else None
+    if dependency is not None:
+        original = unavailable(dependency)
     if isinstance(original, BadInput):
         return _rebuilt(error, original.message, {"code": original.code, "field": original.field})
-    if isinstance(original, RateLimited) and original.retry_after_seconds is not None:
+    if isinstance(original, RateLimited | ServiceUnavailable) and original.retry_after_seconds is not None:
         retry = {"code": original.code, "retryAfterSeconds": original.retry_after_seconds}
         return _rebuilt(error, original.message, retry)
     if isinstance(original, ProofloopError):
@@ -141,7 +162,13 @@ def _variable_error_extensions(message: str, variable: str | None) -> dict[str, 
 
 
 def log_error(error: GraphQLError, operation_name: str | None) -> None:
-    """One line per error: its code, field and path; a traceback only for a real bug."""
+    """One line per error: its code, field and path; a traceback only for a real bug; an outage's error
+    only counted by its outage."""
+    original = _innermost(error.original_error)
+    dependency = unreachable(original) if original is not None else None
+    if original is not None and dependency is not None:
+        outage(dependency).failed(f"graphql {operation_name or 'operation'}", original)
+        return
     shown = coded_error(error)
     code = (shown.extensions or {}).get("code")
     where = {"operation": operation_name, "path": error.path, "field": (shown.extensions or {}).get("field")}

@@ -22,6 +22,7 @@ from graphql.pyutils import AwaitableOrValue, Path
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types.arguments import convert_arguments
 
+from observability.outages import report_failure
 from resolvers.tasks import create_tasks_together
 from schema.context import Context
 from schema.input_guards import check_argument
@@ -113,8 +114,9 @@ class ProofloopExecutionContext(StrawberryGraphQLCoreExecutionContext):
             arguments.append(converted)
         try:
             results, stopped = await together(context, arguments)
-        except Exception:
-            log.exception("a set of %s fields failed as one: they run one by one", len(arguments))
+        except Exception as exc:
+            message = "a set of %s fields failed as one: they run one by one"
+            report_failure(log, "task set", exc, message, len(arguments))
             return {}
         prepared: dict[str, Any] = dict(zip(names, results, strict=False))
         refused = stopped if stopped is not None else refusal

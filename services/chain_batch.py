@@ -19,6 +19,7 @@ from uuid import uuid4
 
 from models import InstanceStatus
 from observability.metrics import observe_settlements
+from observability.outages import report_failure
 from services.chain import OPEN_STATUSES, ChainTiming, FireOutcome, fire
 from services.chain_links import send_links_after_commit
 from services.db import db_now, on_commit, write_transaction
@@ -88,8 +89,14 @@ async def settle_chunk(
         more_due(wanted)
     try:
         claimed = await _settle_rows(rows, timing)
-    except Exception:
-        log.exception("settling %d instances as a set failed; settling them one by one", len(rows))
+    except Exception as exc:
+        report_failure(
+            log,
+            "chain set",
+            exc,
+            "settling %d instances as a set failed; settling them one by one",
+            len(rows),
+        )
         chunk.leftover += [(r.instance_id, link_no.get(r.instance_id, 0)) for r in rows]
         return chunk
     finally:
@@ -201,7 +208,7 @@ async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[FireO
     failures = [r for r in results if isinstance(r, BaseException)]
     for (instance_id, _), result in zip(leftover, results, strict=True):
         if isinstance(result, BaseException) and result is not failures[0]:
-            log.error("fire failed", exc_info=result, extra={"instance_id": instance_id})
+            report_failure(log, "chain fire", result, "fire failed", extra={"instance_id": instance_id})
     if failures:
         raise failures[0]
     return [r for r in results if not isinstance(r, BaseException)]

@@ -12,6 +12,7 @@ import logging
 from datetime import UTC, datetime
 
 from observability.metrics import count_links_sent
+from observability.outages import report_failure
 from services.db import on_commit
 from services.link_batches import LINK_BATCH as LINK_BATCH
 from services.link_batches import Link as Link
@@ -97,9 +98,15 @@ class _LinkSender:
             links, self._held, self._send_by = self._held, [], None
             try:
                 await send_links(links)
-            except Exception:
+            except Exception as exc:
                 # the rows still record what is owed: the pump resends what never left
-                log.exception("sending %d chain links failed; the pump will resend them", len(links))
+                report_failure(
+                    log,
+                    "link send",
+                    exc,
+                    "sending %d chain links failed; the pump will resend them",
+                    len(links),
+                )
 
 
 _sender = _LinkSender()

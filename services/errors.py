@@ -45,3 +45,13 @@ class BadInput(ProofloopError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message if message.startswith(field) else f"{field}: {message}")
         self.field = field
+
+
+class ServiceUnavailable(ProofloopError):
+    """The database (or Redis) does not answer: nothing was done, the same request may be retried."""
+
+    code = "SERVICE_UNAVAILABLE"
+
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from models import Event, EventType, Task, TaskInstance, Verification
+from observability.outages import report_failure
 from realtime import notices
 from services.db import connection, is_sqlite, on_commit, write_transaction
 
@@ -105,9 +106,14 @@ class Announcer:
                 current, self._next = self._next, None
                 try:
                     await notices.publish_positions(await assign_positions())
-                except Exception:
+                except Exception as exc:
                     # committed rows stay unpositioned until the next run or the pump's backstop
-                    log.exception("positioning committed events failed; the pump will retry")
+                    report_failure(
+                        log,
+                        "event positions",
+                        exc,
+                        "positioning committed events failed; the pump will retry",
+                    )
                 current.set_result(None)
         finally:
             self._running = False

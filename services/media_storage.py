@@ -19,6 +19,7 @@ from tortoise.expressions import Q
 from tortoise.functions import Sum
 
 from models import Verification
+from observability.outages import report_failure
 from services.errors import RateLimited
 from storage.blobs import BlobStore
 
@@ -93,8 +94,8 @@ async def sweep_orphans_forever(store: BlobStore, every_seconds: float, older_th
         await asyncio.sleep(every_seconds)
         try:
             removed = await sweep_orphans(store, older_than_seconds)
-        except Exception:  # a failed sweep is retried on the next round
-            log.exception("media sweep failed")
+        except Exception as exc:  # a failed sweep is retried on the next round
+            report_failure(log, "media sweep", exc, "media sweep failed")
             continue
         if removed:
             log.info("media sweep removed %d orphaned files", removed)

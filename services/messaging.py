@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import dramatiq
 
+from observability.outages import outage, report_failure
 from services.db import buffer_until_commit
 
 log = logging.getLogger("proofloop.messaging")
@@ -47,11 +48,19 @@ async def send(messages: list[Outgoing]) -> None:
 
 
 async def _send_committed(messages: list[Outgoing]) -> None:
+    if outage("redis").down:  # left to the pump and the mail sweep at once, not after Redis's timeouts
+        return
     try:
         await send(messages)
-    except Exception:
+    except Exception as exc:
         # the rows still record what is owed: the pump resends links, the mail sweep resends mail
-        log.exception("sending %d messages after commit failed; they will be resent", len(messages))
+        report_failure(
+            log,
+            "message send",
+            exc,
+            "sending %d messages after commit failed; they will be resent",
+            len(messages),
+        )
 
 
 def send_after_commit(message: Outgoing) -> None:

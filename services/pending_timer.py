@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from functools import cache
 
 from models import Task, TaskInstance
+from observability.outages import report_failure
 from services.chain import ChainTiming, lock_task
 from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.ids import is_uuid
@@ -79,7 +80,9 @@ async def apply_changes_of(task_ids: list[str], timing: ChainTiming) -> None:
     )
     for task_id, result in zip(task_ids, results, strict=True):
         if isinstance(result, BaseException):
-            log.error("pending change failed to apply", exc_info=result, extra={"task_id": task_id})
+            report_failure(
+                log, "pending change", result, "pending change failed to apply", extra={"task_id": task_id}
+            )
 
 
 async def apply_overdue_changes(timing: ChainTiming, overdue_seconds: float) -> int:
@@ -95,8 +98,10 @@ async def apply_overdue_changes(timing: ChainTiming, overdue_seconds: float) -> 
     for task_id in task_ids:
         try:
             applied += await apply_change_of(str(task_id), timing)
-        except Exception:
-            log.exception("pending change failed to apply", extra={"task_id": str(task_id)})
+        except Exception as exc:
+            report_failure(
+                log, "pending change", exc, "pending change failed to apply", extra={"task_id": str(task_id)}
+            )
     return applied
 
 

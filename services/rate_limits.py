@@ -1,7 +1,8 @@
 """Attempt limits, counted in Redis so every API process shares them, each count taken atomically BEFORE
 the work it guards (argon2, a mail), so N concurrent requests can never all slip under the limit.
 
-When Redis does not answer, requests pass (availability over strictness).
+When Redis does not answer, requests pass (availability over strictness); while its outage is known,
+at once, without asking it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from redis.exceptions import RedisError
 
+from observability.outages import outage, report_failure
 from realtime.redis_client import redis_client
 from services.errors import RateLimited
 
@@ -51,6 +53,11 @@ return {own, 0}
 """
 
 
+def _not_checked(error: Exception, what: str) -> None:
+    # an outage's failure is counted by the outage; no Redis client at all is this process's setup
+    report_failure(log, what, error, "%s not checked: Redis did not answer", what, level=logging.WARNING)
+
+
 def _key(*parts: str) -> str:
     # hashed: keys name accounts and addresses, and Redis is not where those should be readable
     return _PREFIX + parts[0] + ":" + hashlib.sha256("|".join(parts[1:]).encode()).hexdigest()
@@ -69,12 +76,14 @@ class AttemptWindow:
 
     async def count(self, subject: str) -> None:
         """Count one attempt; RATE_LIMITED (with the seconds left) once the window's allowance is used."""
+        if outage("redis").down:
+            return
         try:
             wait = await redis_client().eval(
                 _FIXED_WINDOW, 1, self.key(subject), self.attempts, self.window_seconds
             )
-        except (RedisError, RuntimeError):
-            log.warning("rate limit %s not checked: Redis did not answer", self.name)
+        except (RedisError, RuntimeError) as exc:
+            _not_checked(exc, f"rate limit {self.name}")
             return
         if int(wait) > 0:
             raise RateLimited(f"too many attempts; try again in {int(wait)} seconds", int(wait))
@@ -93,6 +102,8 @@ class LoginBackoff:
         RATE_LIMITED with retryAfterSeconds while this email (or, from an address the owner used before,
         this email at this address) must wait."""
         keys = (_key("known", email, address), _key("login", email), _key("login-at", email, address))
+        if outage("redis").down:
+            return None
         try:
             own, wait = await redis_client().eval(
                 _LOGIN_BACKOFF,
@@ -103,8 +114,8 @@ class LoginBackoff:
                 self.max_seconds,
                 self.window_seconds,
             )
-        except (RedisError, RuntimeError):
-            log.warning("login backoff not checked: Redis did not answer")
+        except (RedisError, RuntimeError) as exc:
+            _not_checked(exc, "login backoff")
             return None
         if int(wait) > 0:
             raise RateLimited(f"too many failed logins; try again in {int(wait)} seconds", int(wait))
@@ -114,6 +125,8 @@ class LoginBackoff:
 async def remember_owner_address(email: str, address: str, reserved: tuple[str, bool] | None = None) -> None:
     """The right password (or a mailed token) came from `address`: it becomes one of the owner's, and
     this try is forgiven (all of the address's own count; one try of the email's shared count)."""
+    if outage("redis").down:
+        return
     try:
         async with redis_client().pipeline(transaction=True) as pipe:
             if reserved is not None:
@@ -124,5 +137,5 @@ async def remember_owner_address(email: str, address: str, reserved: tuple[str, 
                     pipe.hincrby(key, "n", -1)
             pipe.set(_key("known", email, address), 1, ex=KNOWN_ADDRESS_SECONDS)
             await pipe.execute()
-    except (RedisError, RuntimeError):
-        log.warning("login backoff not cleared: Redis did not answer")
+    except (RedisError, RuntimeError) as exc:
+        _not_checked(exc, "login backoff clear")

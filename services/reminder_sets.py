@@ -20,6 +20,7 @@ from uuid import UUID
 
 from models import EventType, InstanceStatus
 from observability.metrics import count_reminder
+from observability.outages import report_failure
 from services.db import as_utc, connection, db_now, is_sqlite, on_commit, write_transaction
 from services.events import announce_committed_events
 from services.reminder_fire import INSTANCE_OPEN, fire_reminder
@@ -149,8 +150,10 @@ async def fire_reminder_set(links: list[LinkArgs]) -> list[LinkArgs]:
         return leftover + [(r.reminder_id, r.link_no) for r in rows]  # a set of one: the row path
     try:
         await _fire_rows([r.reminder_id for r in rows])
-    except Exception:
-        log.exception("firing %d reminders as a set failed; firing them one by one", len(rows))
+    except Exception as exc:
+        report_failure(
+            log, "reminder set", exc, "firing %d reminders as a set failed; firing them one by one", len(rows)
+        )
         leftover += [(r.reminder_id, link_no.get(r.reminder_id, r.link_no)) for r in rows]
     return leftover
 

@@ -9,6 +9,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from observability.outages import report_failure
+
 log = logging.getLogger("proofloop.sets")
 
 LinkArgs = tuple[str, int]  # (row id, link number), as a link message carries them
@@ -44,7 +46,7 @@ class SetGatherer:
         failures = [r for r in results if isinstance(r, BaseException)]
         for (row_id, _), result in zip(leftover, results, strict=True):
             if isinstance(result, BaseException) and result is not failures[0]:
-                log.error("fire of %s failed", row_id, exc_info=result)
+                report_failure(log, "fire", result, "fire of %s failed", row_id)
         if failures:
             raise failures[0]
 

@@ -7,10 +7,14 @@
 - Subscriptions also run over HTTP: GraphQL over SSE (`Accept: text/event-stream`) and Apollo's multipart
   subscriptions (`Accept: multipart/mixed;subscriptionSpec=1.0`), with heartbeats.
 - GET with `Accept: text/html` always serves GraphiQL; the page reads `?query=` itself, nothing executes.
+- While this process knows its database does not answer, an operation is refused at once with
+  SERVICE_UNAVAILABLE (503 under graphql-response+json, 200 with `data: null` under application/json) and
+  a Retry-After header; one that meets the outage mid-flight gets the same code and header.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from functools import cached_property
@@ -33,9 +37,11 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UnsetType
 
+from observability.outages import outage
 from schema.context import Context
+from schema.errors import UNAVAILABLE, unavailable, unavailable_after
 from services.accounts import bearer_token
-from services.errors import Unauthenticated
+from services.errors import ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web.graphiql import graphiql_response
 from web.origins import AllowedOrigins
@@ -46,6 +52,10 @@ from web.ws_protocols import LegacyWSHandler, TransportWSHandler
 
 # graphql-transport-ws has no code for "too many": 4429 is its "too many requests", with our reason
 SOCKET_QUOTA_CLOSE_CODE = 4429
+# how often a running request looks whether the database's outage has become known meanwhile
+OUTAGE_LOOK_SECONDS = 0.25
+# RFC 6455's "Try Again Later": the database did not answer while the socket authenticated
+TRY_AGAIN_LATER_CLOSE_CODE = 1013
 _COUNTED_SOCKET = "proofloop_counted_socket"
 
 
@@ -113,10 +123,32 @@ def error_response(
     return JSONResponse(body, status_code=status, media_type=media_type)
 
 
+def unavailable_response(refused: ServiceUnavailable, media_type: str) -> Response:
+    """An operation refused before it ran: as a request error under graphql-response+json (no `data`),
+    as the usual `data: null` result under application/json."""
+    error = {
+        "message": refused.message,
+        "extensions": {"code": refused.code, "retryAfterSeconds": refused.retry_after_seconds},
+    }
+    if media_type == GRAPHQL_RESPONSE_JSON:
+        response = JSONResponse({"errors": [error]}, status_code=503, media_type=media_type)
+    else:
+        response = JSONResponse({"data": None, "errors": [error]}, media_type=media_type)
+    response.headers["retry-after"] = str(refused.retry_after_seconds)
+    return response
+
+
 def is_request_error(result: ExecutionResult) -> bool:
     """The request never executed: parse, validation or variable errors (none has a path)."""
     errors = result.errors or []
     return result.data is None and bool(errors) and all(e.path is None for e in errors)
+
+
+async def _close_for_outage(context: Context, refused: ServiceUnavailable) -> None:
+    """Close with "try again later" and the wait, not Strawberry's 4403 (the client did nothing wrong)."""
+    if isinstance(context.request, WebSocket):
+        reason = f"{refused.code}: retry in {refused.retry_after_seconds} s"
+        await context.request.close(code=TRY_AGAIN_LATER_CLOSE_CODE, reason=reason)
 
 
 class ProofloopGraphQL(GraphQL[Context, None]):
@@ -136,6 +168,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         self.settings = settings
         self.origins = origins
         self.trusted_documents = trusted_documents
+        self._abandoned: set[asyncio.Future[Response]] = set()  # runs answered for, held until they end
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -152,7 +185,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         request = Request(scope=scope, receive=receive)
         media_type = response_media_type(request.headers.get("accept", ""))
         try:
-            response = await self.run(request)
+            response = await self._run_unless_outage(request)
         except HTTPException as e:
             field = "accept" if e.reason == SUBSCRIPTIONS_OVER_HTTP else _request_part(e.reason)
             response = error_response(
@@ -169,11 +202,35 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 status, refused.code, refused.message, field=refused.field, media_type=media_type
             )
             log.info("client error %s %s", refused.code, {"status": status})
+        except ServiceUnavailable as refused:  # counted by its outage: no line per request
+            response = unavailable_response(refused, media_type)
         else:
             if response.media_type == "application/json" and media_type == GRAPHQL_RESPONSE_JSON:
                 response.headers["content-type"] = GRAPHQL_RESPONSE_JSON
                 response.status_code = getattr(request.state, "graphql_status", response.status_code)
+            if (retry_after := getattr(request.state, "retry_after", None)) is not None:
+                response.headers["retry-after"] = str(retry_after)
         await response(scope, receive, send)
+
+    async def _run_unless_outage(self, request: Request) -> Response:
+        """Strawberry's run, answered SERVICE_UNAVAILABLE as soon as the database's outage is known (from
+        /readyz, the probe or another request) rather than after this request's own timeouts; the run
+        goes on unseen until those end it."""
+        running = asyncio.ensure_future(self.run(request))
+        while True:
+            done, _ = await asyncio.wait({running}, timeout=OUTAGE_LOOK_SECONDS)
+            if done:
+                response: Response = running.result()
+                return response
+            if outage("database").down:
+                self._abandoned.add(running)
+                running.add_done_callback(self._forget)
+                raise unavailable("database")
+
+    def _forget(self, running: asyncio.Future[Response]) -> None:
+        self._abandoned.discard(running)
+        if not running.cancelled():
+            running.exception()  # its errors were logged (counted) by the schema
 
     async def render_graphql_ide(self, request: Request) -> Response:
         # our page, whose assets this API serves (Strawberry's loads them from a CDN), with its CSP
@@ -265,6 +322,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         # Strawberry's would run a subscription as a query over plain HTTP (and fail on its generator)
         method = request_adapter.method
         allowed = OperationType.from_http(method) - {OperationType.SUBSCRIPTION}
+        if outage("database").down:  # the probe ends it; every operation needs the database
+            raise unavailable("database")
         try:
             return await self.schema.execute(
                 request_data.query,
@@ -286,7 +345,18 @@ class ProofloopGraphQL(GraphQL[Context, None]):
 
     async def process_result(self, request: Request, result: ExecutionResult) -> GraphQLHTTPResponse:
         processed = await super().process_result(request, result)
-        if is_request_error(result):
+        retry_after = [
+            int(str((e.extensions or {}).get("retryAfterSeconds", 1)))
+            for e in result.errors or ()
+            if (e.extensions or {}).get("code") == UNAVAILABLE
+        ]
+        if retry_after:
+            request.state.retry_after = max(retry_after)
+        if retry_after and result.data is None and len(retry_after) == len(result.errors or ()):
+            request.state.graphql_status = 503  # met the outage mid-flight: nothing to show
+            if response_media_type(request.headers.get("accept", "")) == GRAPHQL_RESPONSE_JSON:
+                processed.pop("data", None)
+        elif is_request_error(result):
             codes = {(e.extensions or {}).get("code") for e in result.errors or ()}
             request.state.graphql_status = 500 if "INTERNAL_SERVER_ERROR" in codes else 400
             if response_media_type(request.headers.get("accept", "")) == GRAPHQL_RESPONSE_JSON:
@@ -319,9 +389,19 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         if context.connection_params is None:
             context.connection_params = {}
         try:
+            if outage("database").down:
+                raise unavailable("database")
             session = await context.authenticate()
         except Unauthenticated:
             raise ConnectionRejectionError({"message": "a valid bearer token is required"}) from None
+        except Exception as exc:
+            refused = (
+                exc if isinstance(exc, ServiceUnavailable) else unavailable_after(exc, "websocket connect")
+            )
+            if refused is None:
+                raise
+            await _close_for_outage(context, refused)
+            raise ConnectionRejectionError({"message": refused.message}) from None
         hub = context.hub
         if isinstance(context.request, WebSocket):
             socket, viewer_id, limit = (

@@ -1,4 +1,9 @@
-"""Liveness and readiness."""
+"""Liveness and readiness, and the probe that ends an outage the API knows of.
+
+Both /readyz and a failing request tell the process's outage state (observability/outages.py) that the
+database or Redis does not answer; while one is down, GraphQL is refused at once and only the probe asks it
+again, every PROOFLOOP_OUTAGE_PROBE_SECONDS, so the requests of a whole client base never pile onto it.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from observability.outages import Dependency, outage, set_retry_after, unreachable
 from web.state import resources_of
+
+Check = Callable[[], Coroutine[Any, Any, str]]
 
 
 async def _database(database: BaseDBAsyncClient) -> str:
@@ -26,21 +34,27 @@ async def _redis(redis: aioredis.Redis) -> str:
 
 
 async def _within(
-    check: Callable[[], Coroutine[Any, Any, str]], limit: float, abandoned: set[asyncio.Task[str]]
+    dependency: Dependency, check: Check, limit: float, abandoned: set[asyncio.Task[str]], looker: str
 ) -> str:
     """The check's verdict, or "timeout" once `limit` seconds pass; a paused server never answers, and
-    waiting for a cancelled driver call to unwind can itself take as long as the driver's own timeout."""
+    waiting for a cancelled driver call to unwind can itself take as long as the driver's own timeout.
+    The verdict starts or ends the dependency's outage."""
     task = asyncio.ensure_future(check())
     done, _ = await asyncio.wait({task}, timeout=limit)
     if not done:
         task.cancel()
         abandoned.add(task)  # held until it ends by the driver's own timeout
         task.add_done_callback(abandoned.discard)
+        outage(dependency).failed(looker, TimeoutError(f"no answer within {limit} s"))
         return "error: timeout"
     try:
-        return task.result()
+        verdict = task.result()
     except Exception as exc:
+        if unreachable(exc) is not None:
+            outage(dependency).failed(looker, exc)
         return f"error: {type(exc).__name__}"
+    outage(dependency).answered()
+    return verdict
 
 
 def readyz(timeout: float) -> Callable[[Request], Awaitable[JSONResponse]]:
@@ -51,14 +65,32 @@ def readyz(timeout: float) -> Callable[[Request], Awaitable[JSONResponse]]:
         `timeout` (both checked at once)."""
         resources = resources_of(request)
         database, redis = await asyncio.gather(
-            _within(lambda: _database(resources.database), timeout, abandoned),
-            _within(lambda: _redis(resources.redis), timeout, abandoned),
+            _within("database", lambda: _database(resources.database), timeout, abandoned, "readiness"),
+            _within("redis", lambda: _redis(resources.redis), timeout, abandoned, "readiness"),
         )
         checks = {"database": database, "redis": redis}
         ready = all(v == "ok" for v in checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
 
     return endpoint
+
+
+async def probe_outages(
+    database: BaseDBAsyncClient, redis: aioredis.Redis, interval: float, limit: float
+) -> None:
+    """For the API's life: every `interval` seconds, ask each dependency that is down whether it answers;
+    its answer ends the outage (a request never does: none runs against the database meanwhile)."""
+    set_retry_after(interval)
+    abandoned: set[asyncio.Task[str]] = set()
+    checks: dict[Dependency, Check] = {
+        "database": lambda: _database(database),
+        "redis": lambda: _redis(redis),
+    }
+    while True:
+        await asyncio.sleep(interval)
+        for dependency, check in checks.items():
+            if outage(dependency).down:
+                await _within(dependency, check, limit, abandoned, "outage probe")
 
 
 async def healthz(request: Request) -> JSONResponse:

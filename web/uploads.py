@@ -14,10 +14,13 @@ import time
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from observability.outages import outage
 from schema.context import ARRIVED_MONOTONIC
+from schema.errors import unavailable, unavailable_after
 from services.accounts import authenticate, bearer_token
-from services.errors import Unauthenticated
+from services.errors import ServiceUnavailable, Unauthenticated
 from settings import Settings
+from web.graphql_view import response_media_type, unavailable_response
 
 GRAPHQL_PATH = "/graphql"
 # A GraphQL document with its variables (no files) has no business being larger than this.
@@ -62,7 +65,13 @@ class UploadLimits:
             return
         limit = MAX_DOCUMENT_BYTES
         if _is_multipart(scope, headers):
-            if not await self._authenticated(scope, headers):
+            try:
+                authenticated = await self._authenticated(scope, headers)
+            except ServiceUnavailable as refused:
+                accept = response_media_type(headers.get("accept", ""))
+                await unavailable_response(refused, accept)(scope, receive, send)
+                return
+            if not authenticated:
                 await refuse(
                     send, 401, "UNAUTHENTICATED", "uploads need an Authorization: Bearer <token> header"
                 )
@@ -78,10 +87,16 @@ class UploadLimits:
         token = bearer_token(headers.get("authorization"))
         if token is None:
             return False
+        if outage("database").down:
+            raise unavailable("database")
         try:
             session = await authenticate(token, token_ttl_seconds=self.settings.token_ttl_seconds)
         except Unauthenticated:
             return False
+        except Exception as exc:
+            if (refused := unavailable_after(exc, "upload authentication")) is None:
+                raise
+            raise refused from None
         scope.setdefault("state", {})["session"] = session  # request.state: the GraphQL context reuses it
         return True
 

@@ -20,7 +20,9 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, OperationMessage
 from strawberry.types.execution import PreExecutionError
 
+from observability.outages import outage
 from schema.context import Context
+from schema.errors import unavailable
 from schema.parse_cache import is_subscription
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
 
@@ -92,6 +94,17 @@ def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
     return {"message": refused.message, "extensions": {"code": refused.code}}
 
 
+def _unavailable() -> GraphQLFormattedError | None:
+    """SERVICE_UNAVAILABLE while the database does not answer: the operation is refused, the socket stays."""
+    if not outage("database").down:
+        return None
+    refused = unavailable("database")
+    return {
+        "message": refused.message,
+        "extensions": {"code": refused.code, "retryAfterSeconds": refused.retry_after_seconds},
+    }
+
+
 Release = Callable[[], None]
 
 
@@ -148,6 +161,9 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                     {"id": message["id"], "type": "error", "payload": [_refusal(refused)]}
                 )
                 return
+            if refusal := _unavailable():
+                await self.send_message({"id": message["id"], "type": "error", "payload": [refusal]})
+                return
             admitted = await _admit(self, message["payload"])
             if isinstance(admitted, dict):
                 await self.send_message({"id": message["id"], "type": "error", "payload": [admitted]})
@@ -193,6 +209,9 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             except DocumentRefused as refused:
                 error = ErrorMessage(type="error", id=message["id"], payload=_refusal(refused))
                 await self.send_message(error)
+                return
+            if refusal := _unavailable():
+                await self.send_message(ErrorMessage(type="error", id=message["id"], payload=refusal))
                 return
             admitted = await _admit(self, message["payload"])
             if isinstance(admitted, dict):

@@ -58,3 +58,22 @@ def test_variable_coercion_is_bad_user_input_naming_the_variable() -> None:
     # a validation rule's error points at a variable too, but has no cause: the document is wrong
     validation = GraphQLError("Variable '$x' is never used.", nodes=operation.variable_definitions[0])
     assert coded_error(validation).extensions == {"code": "GRAPHQL_VALIDATION_FAILED"}
+
+
+def test_a_dependency_that_does_not_answer_is_service_unavailable() -> None:
+    import asyncio
+
+    import asyncpg
+
+    from tests.harness import free_port
+
+    async def refused() -> BaseException:
+        try:
+            await asyncpg.connect(f"postgres://postgres@127.0.0.1:{free_port()}/x")
+        except OSError as exc:
+            return exc
+        raise AssertionError("connected to a closed port")
+
+    shown = coded_error(_raised_in_resolver(asyncio.run(refused())))  # type: ignore[arg-type]
+    assert shown.extensions == {"code": "SERVICE_UNAVAILABLE", "retryAfterSeconds": 1}
+    assert shown.message == "the database does not answer; retry in 1 s"
