@@ -36,6 +36,7 @@ class WebhookDelivery(Model):
     body = fields.TextField()  # the JSON payload as signed, fixed when the event happened
     status = fields.CharEnumField(DeliveryStatus, max_length=16, default=DeliveryStatus.PENDING)
     attempts = fields.IntField(default=0)
+    put_offs = fields.IntField(default=0)  # times it found its owner's or host's attempts all in use
     last_error = fields.CharField(max_length=200, null=True)
     created_at = fields.DatetimeField(auto_now_add=True)
     finished_at = fields.DatetimeField(null=True)

@@ -9,6 +9,7 @@ it owed, and the pump resends it once that deadline is overdue (services/webhook
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -102,13 +103,18 @@ async def take_for_attempt(delivery: WebhookDelivery, timing: DeliveryTiming) ->
     return bool(taken)
 
 
-async def put_off(delivery_id: str, link_no: int, seconds: float) -> bool:
-    """A due delivery this process has no slot for: owed again `seconds` from now, with a new link."""
+async def put_off(delivery_id: str, link_no: int, first_wait: float, longest_wait: float) -> bool:
+    """A due delivery this process has no slot for: owed again later, with a new link. The wait doubles
+    with each put-off (with jitter): a long backlog costs a few writes a minute per row, not one a second."""
+    row = await WebhookDelivery.filter(id=delivery_id, link_no=link_no).only("id", "put_offs").first()
+    if row is None:
+        return False
     now = await db_now()
-    at = now + timedelta(seconds=seconds)
+    wait = min(first_wait * 2**row.put_offs, longest_wait) * random.uniform(1.0, 1.25)
+    at = now + timedelta(seconds=wait)
     moved = await WebhookDelivery.filter(
         id=delivery_id, link_no=link_no, status__in=OWED, fire_at__lte=now + EARLY_TOLERANCE
-    ).update(fire_at=at, link_no=link_no + 1, link_for=at, linked_at=now)
+    ).update(fire_at=at, link_no=link_no + 1, link_for=at, linked_at=now, put_offs=row.put_offs + 1)
     if moved:
         await send([delivery_message(delivery_id, link_no + 1, at)])
     return bool(moved)

@@ -33,8 +33,10 @@ from services.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADE
 
 log = logging.getLogger("proofloop.webhooks")
 
-# a delivery over a bound is owed again this much later (slots free within one attempt's deadline)
-BUSY_RETRY_SECONDS = 1.0
+# a delivery over a bound is owed again this much later (slots free within one attempt's deadline),
+# doubling each time it finds none, up to the longest wait
+BUSY_FIRST_WAIT_SECONDS = 1.0
+BUSY_LONGEST_WAIT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class WebhookSender:
         full. Never raises: the row stays owed and the pump resends it."""
         try:
             if not self.slots.take_process():
-                await put_off(delivery_id, link_no, BUSY_RETRY_SECONDS)
+                await put_off(delivery_id, link_no, BUSY_FIRST_WAIT_SECONDS, BUSY_LONGEST_WAIT_SECONDS)
                 return
             task = asyncio.create_task(self._deliver(delivery_id, link_no))
             self.tasks.add(task)
@@ -127,7 +129,9 @@ class WebhookSender:
             return
         user, host = str(hook.owner_id), target.host.lower()
         if not self.slots.take_lane(user, host):
-            await put_off(str(delivery.id), delivery.link_no, BUSY_RETRY_SECONDS)
+            await put_off(
+                str(delivery.id), delivery.link_no, BUSY_FIRST_WAIT_SECONDS, BUSY_LONGEST_WAIT_SECONDS
+            )
             return
         try:
             if await take_for_attempt(delivery, self.timing):

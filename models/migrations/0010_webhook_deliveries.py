@@ -40,6 +40,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("attempts", fields.IntField(default=0)),
+                ("put_offs", fields.IntField(default=0)),
                 ("last_error", fields.CharField(null=True, max_length=200)),
                 ("created_at", fields.DatetimeField(auto_now=False, auto_now_add=True)),
                 ("finished_at", fields.DatetimeField(null=True, auto_now=False, auto_now_add=False)),

@@ -12,7 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.api.reminder_support import REGISTER_WEBHOOK, create_task, every, one_off
+from tests.api.reminder_support import DELETE_WEBHOOK, PAUSE, REGISTER_WEBHOOK, create_task, every, one_off
 from tests.api.webhook_receivers import OpenCount, trickling
 from tests.chaos.private_services import PrivateRedis
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database
@@ -43,6 +43,8 @@ def env(private_redis: PrivateRedis, service_env: dict[str, str]) -> Iterator[di
             "PROOFLOOP_REDIS_URL": private_redis.url,
             "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
             "PROOFLOOP_WEBHOOK_BACKOFF_SECONDS": "60",  # one attempt per delivery within each test
+            # every receiver is on 127.0.0.1: the owners' bound is the one under test
+            "PROOFLOOP_WEBHOOK_CONCURRENCY_PER_HOST": "10",
         }
 
 
@@ -92,12 +94,20 @@ async def test_trickling_receivers_never_hold_a_bystanders_deadline(
         trickling(5, counts[1]) as second,
         WorkerProcess(worker_env(env)),
     ):
+        attackers = []
         for receivers in (first, second):
             token, _ = await api.register()
-            for receiver in receivers:
-                await api.execute(REGISTER_WEBHOOK, {"url": receiver.url}, token=token)
+            hooks = [
+                (await api.execute(REGISTER_WEBHOOK, {"url": r.url}, token=token))["registerWebhook"][
+                    "webhook"
+                ]
+                for r in receivers
+            ]
             # two reminders every 4 s, each to 5 trickling receivers, for the whole test
-            await create_task(api, token, every(4, window=2, starts_in=3), [AT_OPEN, SECOND_BEFORE_DUE])
+            task = await create_task(
+                api, token, every(4, window=2, starts_in=3), [AT_OPEN, SECOND_BEFORE_DUE]
+            )
+            attackers.append((token, task["id"], [h["id"] for h in hooks]))
         bystander, _ = await api.register()
         # due one after another through the attack, each MISSED at its deadline (no grace)
         tasks = [
@@ -107,6 +117,10 @@ async def test_trickling_receivers_never_hold_a_bystanders_deadline(
         instance_ids = [t["currentInstance"]["id"] for t in tasks]
         await wait_until_settled(env, instance_ids, within=90)
         attempts = sum(len(r.deliveries) for r in (*first, *second))
+        for token, task_id, hook_ids in attackers:  # the attack ends with this test
+            await api.execute(PAUSE, {"id": task_id}, token=token)
+            for hook_id in hook_ids:
+                await api.execute(DELETE_WEBHOOK, {"id": hook_id}, token=token)
 
     late = await query(
         env,
