@@ -27,7 +27,7 @@ class Webhook(Model):
 
 
 class WebhookDelivery(Model):
-    """One event for one webhook; its id is the delivery id every attempt carries."""
+    """One event for one webhook: its id is the delivery id every attempt carries."""
 
     id = fields.UUIDField(primary_key=True)
     webhook: fields.ForeignKeyRelation[Webhook] = fields.ForeignKeyField(

@@ -53,7 +53,7 @@ class Migration(migrations.Migration):
                 "table": "webhook_deliveries",
                 "app": "models",
                 "pk_attr": "id",
-                "table_description": "One event for one webhook; its id is the delivery id every attempt carries.",
+                "table_description": "One event for one webhook: its id is the delivery id every attempt carries.",
             },
             bases=["Model"],
         ),
