@@ -58,6 +58,7 @@ class Trickler:
     def __init__(self) -> None:
         self.requests = 0
         self.server: asyncio.Server | None = None
+        self.writers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> str:
         self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -65,6 +66,7 @@ class Trickler:
         return f"http://127.0.0.1:{port}/hook"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writers.add(writer)
         with contextlib.suppress(Exception):
             await reader.readuntil(b"\r\n\r\n")
             self.requests += 1
@@ -76,11 +78,15 @@ class Trickler:
                 except TimeoutError:
                     writer.write(b"X")
                     await writer.drain()
+        self.writers.discard(writer)
         writer.close()
 
     def close(self) -> None:
+        """Stop listening and hang up: each handler then reads its end and returns."""
         if self.server is not None:
             self.server.close()
+        for writer in list(self.writers):
+            writer.close()
 
 
 async def _create(owner_id: str, title: str, starts_at: datetime, rrule: str | None, reminders: bool) -> None:
@@ -138,6 +144,7 @@ async def _phase(db: asyncpg.Connection, name: str, webhooks: bool) -> tuple[Lat
     finally:
         for trickler in tricklers:
             trickler.close()
+        await asyncio.sleep(0.5)  # the handlers see their connections end
 
 
 async def scenario(env: BenchEnv) -> None:

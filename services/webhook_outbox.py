@@ -114,7 +114,14 @@ async def put_off(delivery_id: str, link_no: int, first_wait: float, longest_wai
     at = now + timedelta(seconds=wait)
     moved = await WebhookDelivery.filter(
         id=delivery_id, link_no=link_no, status__in=OWED, fire_at__lte=now + EARLY_TOLERANCE
-    ).update(fire_at=at, link_no=link_no + 1, link_for=at, linked_at=now, put_offs=row.put_offs + 1)
+    ).update(
+        status=DeliveryStatus.PENDING,
+        fire_at=at,
+        link_no=link_no + 1,
+        link_for=at,
+        linked_at=now,
+        put_offs=row.put_offs + 1,
+    )
     if moved:
         await send([delivery_message(delivery_id, link_no + 1, at)])
     return bool(moved)

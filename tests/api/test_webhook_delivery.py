@@ -12,7 +12,15 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.api.reminder_support import DELETE_WEBHOOK, PAUSE, REGISTER_WEBHOOK, create_task, every, one_off
+from tests.api.reminder_support import (
+    DELETE_WEBHOOK,
+    PAUSE,
+    REGISTER_WEBHOOK,
+    create_task,
+    every,
+    one_off,
+    receiving,
+)
 from tests.api.webhook_receivers import OpenCount, trickling
 from tests.chaos.private_services import PrivateRedis
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database
@@ -169,3 +177,37 @@ async def test_a_delivery_lost_with_its_killed_worker_is_resent_with_the_same_id
     assert again_at - first_at <= bound
     (row,) = await query(env, "SELECT attempts FROM webhook_deliveries WHERE id = $1::uuid", first_id)
     assert row["attempts"] >= 2
+
+
+async def test_a_url_that_cannot_be_sent_is_given_up_and_a_non_ascii_path_is_sent(
+    api: ApiClient, env: dict[str, str]
+) -> None:
+    token, _ = await api.register()
+    with receiving() as receiver, WorkerProcess(worker_env(env)):
+        hooks = {}
+        for name, path in (("plain", ""), ("non-ascii", "/tâche prête"), ("control", "/a\x01b")):
+            hook = (await api.execute(REGISTER_WEBHOOK, {"url": receiver.url}, token=token))[
+                "registerWebhook"
+            ]
+            hooks[name] = hook["webhook"]["id"]
+            # stored as a registration that let it through would store it
+            await query(
+                env, "UPDATE webhooks SET url = $1 WHERE id = $2::uuid", receiver.url + path, hooks[name]
+            )
+        await create_task(api, token, one_off(window=30, starts_in=33), [AT_OPEN], title="Paths")
+        for _ in range(300):
+            done = await query(
+                env,
+                "SELECT webhook_id::text AS hook, status, last_error FROM webhook_deliveries"
+                " WHERE webhook_id = ANY($1::uuid[]) AND fire_at IS NULL",
+                list(hooks.values()),
+            )
+            if len(done) == len(hooks):
+                break
+            await asyncio.sleep(0.2)
+    outcome = {row["hook"]: (row["status"], row["last_error"] or "") for row in done}
+    assert outcome[hooks["plain"]][0] == "DELIVERED"
+    assert outcome[hooks["non-ascii"]][0] == "DELIVERED"  # percent-encoded, as a URL's path must be
+    status, error = outcome[hooks["control"]]
+    assert status == "GIVEN_UP" and error.startswith("the URL cannot be sent")
+    assert len(receiver.requests) == 2
