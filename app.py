@@ -28,6 +28,7 @@ from services import access, accounts, feeds
 from services.decode_gate import DecodeGate
 from services.events import Announcer, use_announcer
 from services.media_storage import sweep_orphans_forever
+from services.name_lookups import NameLookups
 from services.passwords import PasswordHashing
 from settings import Settings, get_settings
 from storage.blobs import BlobStore
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             passwords=PasswordHashing(settings.password_hash_threads, settings.password_hash_queue),
             # one per process: every request's media decodes share it
             decode_gate=DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue),
+            name_lookups=NameLookups(),
         )
         sweep = start_media_sweep(settings)
         heap: AbstractAsyncContextManager[None] = nullcontext()
@@ -117,6 +119,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             await close_redis()
             await close_database()
             resources.passwords.close()
+            resources.name_lookups.close()
 
     return Starlette(
         routes=[

@@ -254,9 +254,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
     It supervises its own children: a worker that dies is restarted; a stop signal stops them all.
     """
     os.environ.setdefault("PROOFLOOP_ENV", "dev")
+    # webhooks can be tried against a receiver on this machine; production keeps every address rule
+    os.environ.setdefault("PROOFLOOP_WEBHOOK_ALLOW_INSECURE", "true")
     get_settings.cache_clear()
     settings = get_settings()
     configure_logging(settings)
+    if settings.webhook_allow_insecure:
+        log.warning("dev: webhooks may also use http:// receivers on localhost, 127.0.0.1 and [::1]")
     host, port = args.host or settings.host, args.port or settings.port
     if port_in_use(host, port):  # before anything starts: a second worker would run on the same data
         print(f"{host}:{port} is already in use (another `make run`?): set PROOFLOOP_PORT", file=sys.stderr)

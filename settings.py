@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     webhook_concurrency: int = 16  # attempts in flight per worker process
     webhook_concurrency_per_user: int = 2  # ... of them for one owner's webhooks
     webhook_concurrency_per_host: int = 4  # ... of them to one destination host
-    # tests only: also http:// and loopback receivers (private and reserved networks stay refused)
+    # `proofloop dev` and tests: also http:// to localhost, 127.0.0.1, [::1] (every other rule stays)
     webhook_allow_insecure: bool = False
     # client-side bounds: a paused or unreachable server fails fast instead of hanging its callers
     database_connect_timeout_seconds: float = 5.0

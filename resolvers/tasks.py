@@ -106,9 +106,10 @@ class TaskMutations:
     async def create_task(self, info: Info, input: CreateTaskInput) -> Task:
         # a document of several createTask fields is done as one set: create_tasks_together
         settings = info.context.settings
+        viewer = await info.context.viewer()
         created = await tasks.create_task_planned(
-            await info.context.viewer(),
-            input.to_draft(),
+            viewer,
+            input.to_draft(viewer.timezone),
             min_interval_seconds=settings.min_interval_seconds,
             timing=chain_timing(settings),
             max_tasks=settings.max_tasks_per_user,
@@ -174,16 +175,17 @@ async def create_tasks_together(
     one transaction, the same results in the same order as one after another, and the refusal that
     would have stopped the document (the fields after it are not created)."""
     settings = context.settings
+    viewer = await context.viewer()
     drafts: list[TaskDraft] = []
     refusal: ProofloopError | None = None
     for kwargs in arguments:
         try:
-            drafts.append(kwargs["input"].to_draft())
+            drafts.append(kwargs["input"].to_draft(viewer.timezone))
         except ProofloopError as exc:
             refusal = exc
             break
     created, stopped = await tasks.create_tasks_planned(
-        await context.viewer(),
+        viewer,
         drafts,
         min_interval_seconds=settings.min_interval_seconds,
         timing=chain_timing(settings),

@@ -32,6 +32,7 @@ class WebhookMutations:
             await info.context.viewer(),
             input.url,
             input.secret,
+            lookups=info.context.resources.name_lookups,
             allow_insecure=settings.webhook_allow_insecure,
             max_per_user=settings.webhooks_per_user,
             lookup_timeout=settings.webhook_timeout_seconds,

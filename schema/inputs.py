@@ -39,16 +39,19 @@ class GeoPointInput:
 class ScheduleInput:
     starts_at: datetime
     rrule: str | None = None
-    timezone: str = "UTC"
+    timezone: str | None = strawberry.field(
+        default=None, description="IANA zone of the schedule; left out or null: the owner's timezone"
+    )
     window_seconds: int = 3600
     grace_seconds: int = 0
 
-    def to_schedule(self, field: str) -> Schedule:
-        check_schedule_text(self.rrule, self.timezone, field)
+    def to_schedule(self, field: str, owner_zone: str) -> Schedule:
+        timezone = self.timezone if self.timezone is not None else owner_zone
+        check_schedule_text(self.rrule, timezone, field)
         return Schedule(
             starts_at=aware(self.starts_at, f"{field}.startsAt"),
             rrule=self.rrule,
-            timezone=self.timezone,
+            timezone=timezone,
             window_seconds=self.window_seconds,
             grace_seconds=self.grace_seconds,
         )
@@ -111,12 +114,13 @@ class CreateTaskInput:
         default=None, description="at most 5; each fires after the previous occurrence has closed"
     )
 
-    def to_draft(self) -> TaskDraft:
+    def to_draft(self, owner_zone: str) -> TaskDraft:
+        """`owner_zone`: the zone of a schedule that names none (so 07:00 stays 07:00 in summer)."""
         return TaskDraft(
             title=self.title,
             description=self.description,
             method=self.method,
-            schedule=self.schedule.to_schedule("input.schedule"),
+            schedule=self.schedule.to_schedule("input.schedule", owner_zone),
             gps=self.gps.to_draft() if self.gps else None,
             video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
             partner=self.partner_review.to_draft() if self.partner_review else None,

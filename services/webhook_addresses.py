@@ -1,24 +1,43 @@
-"""Where a webhook may point: HTTPS to public addresses only, checked on every resolved address at
-registration and again at each delivery, which then connects to the very address it checked (so a
-name that re-resolves to a private one meanwhile, DNS rebinding, never gets a request)."""
+"""Where a webhook may point, decided once for registration and for every delivery.
+
+`parse_target` is the one URL normalizer: it refuses what could not be sent and gives the URL to store.
+Every address the host resolves to must pass `is_public_address`; a delivery then connects to the very
+address it checked (so a name that re-resolves to a private one meanwhile, DNS rebinding, never gets a
+request)."""
 
 from __future__ import annotations
 
-import asyncio
 import http.client
-import ipaddress
+import re
 import socket
 import ssl
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from ipaddress import IPv4Address, IPv6Address, ip_address
+from urllib.parse import quote, urlsplit
+
+import idna
+
+from services.name_lookups import LookupFailed, NameLookups
+from services.public_addresses import is_public_address
 
 MAX_URL = 2000
-# name lookups block a thread for as long as the resolver takes: they get threads of their own, a cap on
-# how many may wait, and a time limit, so a slow or hostile name never holds the shared executor
-_LOOKUPS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="webhook-dns")
-MAX_WAITING_LOOKUPS = 32
-_waiting = 0
+# the Fetch standard's "bad ports" (mail, shell, file, name, chat and other non-HTTP services a POST could
+# be smuggled into), and 0, which no connection can use
+DENIED_PORTS = frozenset(
+    {0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103}
+    | {104, 109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513}
+    | {514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719}
+    | {1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679}
+    | {6697, 10080}
+)
+DEFAULT_PORTS = {"https": 443, "http": 80}
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})  # http:// receivers the dev command allows
+# RFC 3986 characters a path or query keeps as they are; "%" only where it starts an escape
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+_QUERY_SAFE = _PATH_SAFE + "?"
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# a host whose last label is a number is an IPv4 address to URL parsers (0x7f.1, 2130706433, 0177.0.0.1)
+_NUMERIC_LAST_LABEL = re.compile(r"(?:^|\.)(?:[0-9]+|0x[0-9a-f]*)\.?$")
 
 
 class RefusedAddress(Exception):
@@ -28,65 +47,120 @@ class RefusedAddress(Exception):
 @dataclass(frozen=True)
 class Target:
     scheme: str
-    host: str
+    host: str  # ASCII: IDNA A-labels, or an IP address without brackets
     port: int
-    path: str
+    path: str  # path and query as sent, percent-encoded
+
+    @property
+    def literal(self) -> IPv4Address | IPv6Address | None:
+        try:
+            return ip_address(self.host)
+        except ValueError:
+            return None
+
+    @property
+    def url(self) -> str:
+        """The normalized URL: what is stored, and what parses back to this target."""
+        host = f"[{self.host}]" if isinstance(self.literal, IPv6Address) else self.host
+        port = "" if self.port == DEFAULT_PORTS[self.scheme] else f":{self.port}"
+        return f"{self.scheme}://{host}{port}{self.path}"
 
 
 def parse_target(url: str, *, allow_insecure: bool) -> Target:
+    """The one URL normalizer. `allow_insecure` (the dev command and tests) also takes http:// to
+    localhost, 127.0.0.1 and [::1]. The fragment is dropped: it is never sent."""
+    url = url.strip()
     if len(url) > MAX_URL:
         raise RefusedAddress(f"must be at most {MAX_URL} characters")
+    if any(c <= " " or c == "\x7f" for c in url):
+        raise RefusedAddress("must not contain spaces or control characters (CR, LF, tab)")
     try:
+        url.encode()
         parts = urlsplit(url)
         port = parts.port
-    except ValueError:
-        raise RefusedAddress("is not a URL") from None
-    schemes = ("https", "http") if allow_insecure else ("https",)
-    if parts.scheme not in schemes:
+    except UnicodeError:
+        raise RefusedAddress("contains characters that cannot be encoded") from None
+    except ValueError as exc:
+        raise RefusedAddress(f"is not a URL ({exc})") from None
+    if parts.scheme not in DEFAULT_PORTS:
         raise RefusedAddress("must be an https:// URL")
-    if not parts.hostname or parts.username or parts.password:
-        raise RefusedAddress("must name a host, without credentials")
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return Target(parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), path)
+    if "@" in parts.netloc:
+        raise RefusedAddress("must name a host without credentials (user:password@)")
+    host = _normalized_host(parts.netloc, parts.hostname or "")
+    if parts.scheme == "http" and not (allow_insecure and host in LOCAL_HOSTS):
+        raise RefusedAddress("must be an https:// URL (http:// only to localhost under `proofloop dev`)")
+    if port in DENIED_PORTS:
+        raise RefusedAddress(f"port {port} is not allowed: 0 and the ports of non-HTTP services are refused")
+    path = quote(_LONE_PERCENT.sub("%25", parts.path), safe=_PATH_SAFE) or "/"
+    if parts.query:
+        path += "?" + quote(_LONE_PERCENT.sub("%25", parts.query), safe=_QUERY_SAFE)
+    target = Target(parts.scheme, host, port or DEFAULT_PORTS[parts.scheme], path)
+    if len(target.url) > MAX_URL:
+        raise RefusedAddress(f"must be at most {MAX_URL} characters once percent-encoded")
+    return target
 
 
-def allowed_address(address: str, *, allow_insecure: bool) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if allow_insecure and ip.is_loopback:
-        return True
-    return ip.is_global and not ip.is_multicast
+def _normalized_host(netloc: str, hostname: str) -> str:
+    if not hostname:
+        raise RefusedAddress("must name a host")
+    if "\\" in netloc:
+        raise RefusedAddress("must not contain a backslash in its host")
+    if netloc.startswith("["):
+        if "%" in hostname:
+            raise RefusedAddress("must not carry an IPv6 zone id")
+        try:
+            return str(IPv6Address(hostname))
+        except ValueError:
+            raise RefusedAddress("has a bracketed host that is not an IPv6 address") from None
+    if "%" in hostname:
+        raise RefusedAddress("must not percent-encode its host")
+    try:
+        ascii_host = idna.encode(hostname, uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError):
+        raise RefusedAddress("has a host name that is not a valid (IDNA) name") from None
+    if _NUMERIC_LAST_LABEL.search(ascii_host):  # after mapping: fullwidth digits are digits too
+        try:
+            return str(IPv4Address(ascii_host))  # strict: four decimal numbers, no leading zeros
+        except ValueError:
+            raise RefusedAddress(
+                "must write an IPv4 address as four decimal numbers (no octal, hex or single number)"
+            ) from None
+    return ascii_host
 
 
-def resolve_public(target: Target, *, allow_insecure: bool) -> str:
+def _refused_unless_public(addresses: list[str], *, allow_insecure: bool) -> None:
+    if not addresses or not all(is_public_address(a, allow_loopback=allow_insecure) for a in addresses):
+        raise RefusedAddress(
+            "resolves to a private, loopback, link-local or reserved address (or an IPv6 form of one)"
+        )
+
+
+async def resolve_checked(
+    target: Target, lookups: NameLookups, *, allow_insecure: bool, within_seconds: float
+) -> str:
     """A checked address of the target's host; refused when any address it resolves to is not public
     (a name that answers with both would otherwise pick the private one at some point)."""
-    try:
-        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise RefusedAddress("does not resolve") from None
-    addresses = sorted({str(info[4][0]) for info in infos})
-    if not addresses or not all(allowed_address(a, allow_insecure=allow_insecure) for a in addresses):
-        raise RefusedAddress("resolves to a private, loopback, link-local or reserved address")
+    literal = target.literal
+    if literal is not None:
+        addresses = [str(literal)]
+    else:
+        try:
+            addresses = await lookups.addresses(target.host, target.port, within_seconds)
+        except LookupFailed as exc:
+            raise RefusedAddress(str(exc)) from None
+    _refused_unless_public(addresses, allow_insecure=allow_insecure)
     return addresses[0]
 
 
 async def checked_address(target: Target, *, allow_insecure: bool, within_seconds: float) -> str:
-    """resolve_public off the event loop, within `within_seconds`."""
-    global _waiting
-    if _waiting >= MAX_WAITING_LOOKUPS:
-        raise RefusedAddress("cannot be checked now: too many lookups at once, try again shortly")
-    _waiting += 1
+    """resolve_checked for one delivery, on a lookup thread of its own that goes with it."""
+    lookups = NameLookups(threads=1, waiting=0)
     try:
-        async with asyncio.timeout(within_seconds):
-            return await asyncio.get_running_loop().run_in_executor(
-                _LOOKUPS, lambda: resolve_public(target, allow_insecure=allow_insecure)
-            )
-    except TimeoutError:
-        raise RefusedAddress("does not resolve in time") from None
+        return await resolve_checked(
+            target, lookups, allow_insecure=allow_insecure, within_seconds=within_seconds
+        )
     finally:
-        _waiting -= 1
+        lookups.close()
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):

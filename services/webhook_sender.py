@@ -19,7 +19,8 @@ import httpx
 
 from models import DeliveryStatus, WebhookDelivery
 from observability.metrics import count_webhook_delivery
-from services.webhook_addresses import RefusedAddress, Target, checked_address, parse_target
+from services.name_lookups import NameLookups
+from services.webhook_addresses import RefusedAddress, Target, parse_target, resolve_checked
 from services.webhook_client import Answer, UnsendableUrl, post_pinned
 from services.webhook_outbox import (
     DeliveryTiming,
@@ -87,6 +88,7 @@ class WebhookSender:
         self.timing = timing
         self.allow_insecure = limits.allow_insecure
         self.tls = ssl.create_default_context()  # loading the CA store costs milliseconds: once per process
+        self.lookups = NameLookups()  # threads of their own: a slow resolver holds none the chain uses
         self.tasks: set[asyncio.Task[None]] = set()
 
     async def admit(self, delivery_id: str, link_no: int) -> None:
@@ -108,6 +110,7 @@ class WebhookSender:
             task.cancel()
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=2)
+        self.lookups.close()
 
     async def _deliver(self, delivery_id: str, link_no: int) -> None:
         try:
@@ -155,8 +158,8 @@ class WebhookSender:
         try:
             async with asyncio.timeout(deadline):  # lookup, connect, TLS, headers and body, all in one
                 # resolved and checked again now: the name may point elsewhere than at registration
-                address = await checked_address(
-                    target, allow_insecure=self.allow_insecure, within_seconds=deadline
+                address = await resolve_checked(
+                    target, self.lookups, allow_insecure=self.allow_insecure, within_seconds=deadline
                 )
                 answer = await post_pinned(target, address, body, headers, tls=self.tls)
         except RefusedAddress as exc:

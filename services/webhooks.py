@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from models import Task, TaskInstance, User, Webhook
+from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
 from services.ids import parse_id
-from services.webhook_addresses import RefusedAddress, checked_address, parse_target
+from services.name_lookups import NameLookups
+from services.webhook_addresses import RefusedAddress, parse_target, resolve_checked
 from services.webhook_outbox import NewDelivery, queue_deliveries
 
 log = logging.getLogger("proofloop.webhooks")
@@ -38,27 +40,37 @@ async def register_webhook(
     url: str,
     secret: str | None,
     *,
+    lookups: NameLookups,
     allow_insecure: bool,
     max_per_user: int,
     lookup_timeout: float,
 ) -> tuple[Webhook, str]:
-    """A new webhook and its secret (generated unless given); the caller shows the secret once."""
+    """A new webhook, stored with its normalized URL, and its secret (generated unless given); the caller
+    shows the secret once."""
     try:
-        target = parse_target(url.strip(), allow_insecure=allow_insecure)
+        target = parse_target(url, allow_insecure=allow_insecure)
     except RefusedAddress as exc:
         raise BadInput("input.url", str(exc)) from None
     if secret is None:
         secret = secrets.token_urlsafe(32)
     elif not SECRET_LENGTHS[0] <= len(secret) <= SECRET_LENGTHS[1]:
         raise BadInput("input.secret", f"must be {SECRET_LENGTHS[0]} to {SECRET_LENGTHS[1]} characters")
-    if await Webhook.filter(owner_id=owner.id).count() >= max_per_user:
-        raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
+    await _refuse_past_quota(owner, max_per_user)  # before the lookup: a full quota costs no resolver time
     try:
-        await checked_address(target, allow_insecure=allow_insecure, within_seconds=lookup_timeout)
+        await resolve_checked(target, lookups, allow_insecure=allow_insecure, within_seconds=lookup_timeout)
     except RefusedAddress as exc:
         raise BadInput("input.url", str(exc)) from None
-    hook = await Webhook.create(owner_id=owner.id, url=url.strip(), secret=secret)
+    async with write_transaction():
+        # serializes this owner's registrations, so two at once cannot both pass the quota
+        await User.filter(id=owner.id).select_for_update().first()
+        await _refuse_past_quota(owner, max_per_user)  # a statement after the lock: it sees their commits
+        hook = await Webhook.create(owner_id=owner.id, url=target.url, secret=secret)
     return hook, secret
+
+
+async def _refuse_past_quota(owner: User, max_per_user: int) -> None:
+    if await Webhook.filter(owner_id=owner.id).count() >= max_per_user:
+        raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
 
 
 async def owned_webhooks(owner: User) -> list[Webhook]:

@@ -16,6 +16,7 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 from realtime.hub import Hub
 from services.decode_gate import DecodeGate
 from services.events import Announcer
+from services.name_lookups import NameLookups
 from services.passwords import PasswordHashing
 from settings import Settings
 
@@ -29,6 +30,7 @@ class ApiResources:
     announcer: Announcer  # how this process's commits announce their events (it waits)
     passwords: PasswordHashing  # argon2's bounded thread pool
     decode_gate: DecodeGate  # the bound on concurrent media decodes
+    name_lookups: NameLookups  # webhook hosts resolved at registration, on threads of their own
 
 
 class ApiState(TypedDict):

@@ -16,6 +16,9 @@ from tests.mailbox import Mailbox, mailed_token
 EVENTS = "query($user: ID) { events(userId: $user, first: 100) { type taskTitle } }"
 # reminders come from the worker at their time: the first ("at open") is due as the demo starts
 REMINDER_WAIT_SECONDS = 30
+# the demo never proves its video task, so that task's opening reminder is certain to fire; the other
+# tasks' reminders race their proofs (a reminder is rightly dropped once its instance is settled)
+CERTAIN_REMINDER = ("DUE_SOON", "Stretching video")
 ME = "{ me { id } }"
 
 
@@ -53,7 +56,7 @@ def test_demo_produces_events_the_partner_sees(
     deadline = time.monotonic() + REMINDER_WAIT_SECONDS
     while True:
         own = as_user(server, alice_token, EVENTS)["events"]
-        if any(e["type"] == "DUE_SOON" for e in own) or time.monotonic() > deadline:
+        if CERTAIN_REMINDER in {(e["type"], e["taskTitle"]) for e in own} or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     as_partner = as_user(server, bob_token, EVENTS, {"user": alice})["events"]
@@ -62,7 +65,7 @@ def test_demo_produces_events_the_partner_sees(
     assert ("VERIFIED", "Gym check-in") in kinds
     assert ("VERIFIED", "Breakfast photo") in kinds
     assert ("REVIEW_REQUESTED", "Read 20 pages") in kinds
-    assert ("DUE_SOON", "Breakfast photo") in kinds
+    assert CERTAIN_REMINDER in kinds
     assert {("APPEAL_REQUESTED", "Evening walk"), ("APPEAL_DECIDED", "Evening walk")} <= kinds
     assert "Evening walk" in out and "upholds: ACCEPTED" in out
     # reminders are Alice's own: Bob reads everything else

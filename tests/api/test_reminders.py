@@ -296,20 +296,20 @@ async def test_the_tests_allowance_still_refuses_private_networks(api: ApiClient
             await api.execute(REGISTER_WEBHOOK, {"url": url}, token=token)
         assert refused.value.field == "input.url"
     with pytest.raises(GraphQLFailure) as short:
-        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:9/", "secret": "short"}, token=token)
+        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:1024/", "secret": "short"}, token=token)
     assert short.value.field == "input.secret"
     for _ in range(5):
-        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:9/"}, token=token)
+        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:1024/"}, token=token)
     with pytest.raises(GraphQLFailure) as over:
-        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:9/"}, token=token)
+        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:1024/"}, token=token)
     assert over.value.code == "CONFLICT"
 
 
 async def test_a_webhook_past_the_per_user_quota_is_refused(api: ApiClient) -> None:
     token, _ = await api.register()
     for n in range(5):  # PROOFLOOP_WEBHOOKS_PER_USER's default
-        await api.execute(REGISTER_WEBHOOK, {"url": f"http://127.0.0.1:9/{n}"}, token=token)
+        await api.execute(REGISTER_WEBHOOK, {"url": f"http://127.0.0.1:1024/{n}"}, token=token)
     with pytest.raises(GraphQLFailure) as refused:
-        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:9/5"}, token=token)
+        await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:1024/5"}, token=token)
     assert refused.value.code == "CONFLICT"
     assert len((await api.execute("{ webhooks { id } }", token=token))["webhooks"]) == 5

@@ -43,6 +43,21 @@ async def create(api: ApiClient, token: str, **overrides: Any) -> dict[str, Any]
     return task
 
 
+async def test_a_schedule_without_a_zone_takes_the_owners(api: ApiClient) -> None:
+    """Left out or null, the zone is the one the owner registered with: 07:00 stays 07:00 in summer."""
+    token, _ = await api.register(timezone="Europe/Berlin")
+    winter = {"startsAt": "2027-03-27T07:00:00+01:00", "rrule": "FREQ=DAILY"}
+    left_out = await create(api, token, schedule=winter)
+    null = await create(api, token, schedule={**winter, "timezone": None})
+    given = await create(api, token, schedule={**winter, "timezone": "UTC"})
+
+    assert left_out["schedule"]["timezone"] == null["schedule"]["timezone"] == "Europe/Berlin"
+    # the night of 28 March the clocks go forward: a Berlin 07:00 is 05:00Z, a UTC one stays 06:00Z
+    assert left_out["upcoming"][:2] == ["2027-03-27T07:00:00+01:00", "2027-03-28T07:00:00+02:00"]
+    assert given["schedule"]["timezone"] == "UTC"
+    assert given["upcoming"][1] == "2027-03-28T06:00:00+00:00"
+
+
 async def test_daily_berlin_task_keeps_local_time_across_dst(api: ApiClient) -> None:
     token, _ = await api.register(timezone="Europe/Berlin")
     # 07:30 in Berlin, starting the day before the October change (CEST +02:00 -> CET +01:00)

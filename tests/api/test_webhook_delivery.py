@@ -179,7 +179,7 @@ async def test_a_delivery_lost_with_its_killed_worker_is_resent_with_the_same_id
     assert row["attempts"] >= 2
 
 
-async def test_a_url_that_cannot_be_sent_is_given_up_and_a_non_ascii_path_is_sent(
+async def test_a_stored_url_that_cannot_be_sent_is_recorded_and_a_non_ascii_path_is_sent(
     api: ApiClient, env: dict[str, str]
 ) -> None:
     token, _ = await api.register()
@@ -208,6 +208,6 @@ async def test_a_url_that_cannot_be_sent_is_given_up_and_a_non_ascii_path_is_sen
     outcome = {row["hook"]: (row["status"], row["last_error"] or "") for row in done}
     assert outcome[hooks["plain"]][0] == "DELIVERED"
     assert outcome[hooks["non-ascii"]][0] == "DELIVERED"  # percent-encoded, as a URL's path must be
-    status, error = outcome[hooks["control"]]
-    assert status == "GIVEN_UP" and error.startswith("the URL cannot be sent")
+    status, error = outcome[hooks["control"]]  # refused by the URL rules at delivery, never raised
+    assert status == "REFUSED" and "control characters" in error
     assert len(receiver.requests) == 2
