@@ -9,7 +9,10 @@ import dramatiq
 from actors.webhook_sending import webhook_sender
 from services.webhook_outbox import DELIVER_ACTOR, WEBHOOK_QUEUE
 
+# behind the chain's messages (priority 0) when both wait for a Dramatiq thread, as after a reminder herd
+DELIVERY_PRIORITY = 100
 
-@dramatiq.actor(actor_name=DELIVER_ACTOR, queue_name=WEBHOOK_QUEUE, max_retries=0)
+
+@dramatiq.actor(actor_name=DELIVER_ACTOR, queue_name=WEBHOOK_QUEUE, max_retries=0, priority=DELIVERY_PRIORITY)
 async def deliver(delivery_id: str, link_no: int) -> None:
     await webhook_sender().admit(str(delivery_id), int(link_no))
