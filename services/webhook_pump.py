@@ -1,5 +1,6 @@
-"""The pump's share for webhook deliveries: hand over retries as they enter the horizon, and resend a
-delivery whose link was lost or whose attempt's worker died (its hold expired), earliest first.
+"""The pump's share for webhook deliveries: hand over retries as they enter the horizon, resend a
+delivery whose link was lost or whose attempt's worker died (its hold expired), earliest first, and
+forget finished deliveries after 30 days.
 
 An attempt holds its row until its own deadline, so no per-resend backoff is needed here (the chain's
 rule in services/pump.py backs off because a busy worker and a lost link look alike): a row is resent
@@ -18,6 +19,15 @@ from services.webhook_outbox import delivery_message
 
 _DELIVERY_PUMP_LOCK_KEY = 7_311_004
 CLAIM_BATCH = 1000
+# a finished delivery's row (its outcome, for an operator's questions) is kept this long, as sent mail is
+KEEP_FINISHED = timedelta(days=30)
+FORGET_BATCH = 500
+
+_FORGET_SQL = """
+DELETE FROM webhook_deliveries WHERE id IN (
+    SELECT id FROM webhook_deliveries WHERE finished_at < {before} ORDER BY finished_at LIMIT {limit}
+)
+"""
 
 _CLAIM_SQL = """
 UPDATE webhook_deliveries SET link_no = link_no + 1, link_for = fire_at, linked_at = {now}
@@ -33,6 +43,11 @@ RETURNING id, link_no, fire_at
 
 
 @cache
+def _forget_sql(sqlite: bool) -> str:
+    return _FORGET_SQL.format(before="?1" if sqlite else "$1", limit="?2" if sqlite else "$2")
+
+
+@cache
 def _claim_sql(sqlite: bool) -> str:
     ph = [f"?{n}" if sqlite else f"${n}" for n in range(1, 5)]
     return _CLAIM_SQL.format(
@@ -45,7 +60,8 @@ def _claim_sql(sqlite: bool) -> str:
 
 
 async def claim_due_deliveries(settings: PumpSettings) -> int:
-    """One tick: link the deliveries entering the horizon and resend lost ones; how many were sent."""
+    """One tick: link the deliveries entering the horizon, resend lost ones and forget a batch of old
+    finished ones; how many were sent."""
     sqlite = is_sqlite()
     async with write_transaction() as conn:
         if not sqlite:
@@ -58,5 +74,6 @@ async def claim_due_deliveries(settings: PumpSettings) -> int:
         horizon = now + timedelta(seconds=settings.link_horizon_seconds)
         overdue = now - timedelta(seconds=settings.link_overdue_seconds)
         rows = await connection().execute_query_dict(_claim_sql(sqlite), [now, horizon, overdue, CLAIM_BATCH])
+        await connection().execute_query(_forget_sql(sqlite), [now - KEEP_FINISHED, FORGET_BATCH])
     await send([delivery_message(str(r["id"]), int(r["link_no"]), as_utc(r["fire_at"])) for r in rows])
     return len(rows)

@@ -67,4 +67,10 @@ class Migration(migrations.Migration):
             "CREATE INDEX idx_webhook_deliveries_webhook ON webhook_deliveries (webhook_id)",
             reverse_sql="DROP INDEX idx_webhook_deliveries_webhook",
         ),
+        # finished deliveries are forgotten after a while, oldest first
+        ops.RunSQL(
+            "CREATE INDEX idx_webhook_deliveries_finished_at ON webhook_deliveries (finished_at)"
+            " WHERE finished_at IS NOT NULL",
+            reverse_sql="DROP INDEX idx_webhook_deliveries_finished_at",
+        ),
     ]

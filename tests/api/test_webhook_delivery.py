@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -211,3 +212,30 @@ async def test_a_stored_url_that_cannot_be_sent_is_recorded_and_a_non_ascii_path
     status, error = outcome[hooks["control"]]  # refused by the URL rules at delivery, never raised
     assert status == "REFUSED" and "control characters" in error
     assert len(receiver.requests) == 2
+
+
+async def test_finished_deliveries_are_forgotten_after_30_days(api: ApiClient, env: dict[str, str]) -> None:
+    token, _ = await api.register()
+    hook = (await api.execute(REGISTER_WEBHOOK, {"url": "http://127.0.0.1:1024/"}, token=token))[
+        "registerWebhook"
+    ]["webhook"]
+    old, recent = str(uuid.uuid4()), str(uuid.uuid4())
+    await query(
+        env,
+        "INSERT INTO webhook_deliveries (id, webhook_id, body, status, attempts, put_offs, link_no,"
+        " created_at, finished_at) SELECT d.id, $3::uuid, '{}', 'DELIVERED', 1, 0, 2, d.at, d.at"
+        " FROM (VALUES ($1::uuid, now() - interval '31 days'), ($2::uuid, now() - interval '29 days'))"
+        " AS d(id, at)",
+        old,
+        recent,
+        hook["id"],
+    )
+    with WorkerProcess(worker_env(env)):
+        for _ in range(150):
+            kept = await query(
+                env, "SELECT id::text AS id FROM webhook_deliveries WHERE id = ANY($1::uuid[])", [old, recent]
+            )
+            if len(kept) < 2:
+                break
+            await asyncio.sleep(0.2)
+    assert [row["id"] for row in kept] == [recent]
