@@ -17,12 +17,13 @@ TASKS = 6
 
 @pytest.fixture(scope="module")
 def embedded(
-    tmp_path_factory: pytest.TempPathFactory, redis_url: str
+    tmp_path_factory: pytest.TempPathFactory, spare_redis_url: str
 ) -> Iterator[tuple[str, Path, WorkerProcess]]:
     data_dir: Path = tmp_path_factory.mktemp("embedded-sets")
     env = {
         "PROOFLOOP_DATA_DIR": str(data_dir),
-        "PROOFLOOP_REDIS_URL": redis_url,
+        # not the run's Redis database: the run's worker (on PostgreSQL) would take these links and drop them
+        "PROOFLOOP_REDIS_URL": spare_redis_url,
         "PROOFLOOP_SECRET_KEY": "k",
         "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
         "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
