@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 import httpx
+from websockets.asyncio.client import connect
 
 from tests.harness import ApiClient, ServerProcess
 
@@ -120,3 +121,29 @@ async def test_an_unknown_version_is_refused(server: ServerProcess) -> None:
     refused = await post(server, body)
     assert refused.status_code == 400
     assert refused.json()["errors"][0]["extensions"] == {"code": "BAD_USER_INPUT", "field": "extensions"}
+
+
+async def test_websockets_find_what_http_taught_and_check_a_sent_hash(
+    server: ServerProcess, api: ApiClient
+) -> None:
+    token, user = await api.register()
+    learned, sent, wrong = fresh("{ me { id } }"), fresh("{ me { id } }"), fresh("{ me { id } }")
+    assert (await post(server, {"query": learned, "extensions": apq(learned)}, token)).json()["data"]
+    url = server.url.replace("http://", "ws://") + "/graphql"
+    async with connect(url, subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
+        await socket.send(
+            json.dumps({"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}})
+        )
+        assert json.loads(await socket.recv())["type"] == "connection_ack"
+        for number, payload in enumerate(
+            ({"extensions": apq(learned)}, {"query": sent, "extensions": apq(sent)}), start=1
+        ):
+            await socket.send(json.dumps({"type": "subscribe", "id": str(number), "payload": payload}))
+            assert json.loads(await socket.recv())["payload"] == {"data": {"me": {"id": user["id"]}}}
+            assert json.loads(await socket.recv()) == {"id": str(number), "type": "complete"}
+        await socket.send(
+            json.dumps({"type": "subscribe", "id": "3", "payload": {"query": wrong, "extensions": apq(sent)}})
+        )
+        refused = json.loads(await socket.recv())
+    assert refused["type"] == "error"
+    assert refused["payload"][0]["extensions"]["code"] == "BAD_USER_INPUT"
