@@ -155,13 +155,15 @@ class TrustedDocuments:
             query = learned.text_by_hash(digest)
             if query is None:
                 raise _persisted_query_not_found()
-        elif sha256_of(query) != digest:
+            return self._bounded(query, anonymous=anonymous)
+        self._bounded(query, anonymous=anonymous)  # before hashing it
+        if sha256_of(query) != digest:
             raise DocumentRefused(
                 "BAD_USER_INPUT",
                 "extensions.persistedQuery.sha256Hash is not the SHA-256 of the query",
                 "extensions",
             )
-        return self._bounded(query, anonymous=anonymous)
+        return query
 
     def _bounded(self, query: str, *, anonymous: bool) -> str:
         limits = self.anonymous if anonymous else self.signed_in
