@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
 
 APOLLO_PERSISTED_QUERY_VERSION = 1
 # a readiness check (Apollo's, urql's) runs this; it reads nothing, so it runs in persisted-only mode too
-READINESS_PROBES = frozenset({"{__typename}", "query{__typename}"})
+READINESS_PROBES = (["{", "__typename", "}"], ["query", "{", "__typename", "}"])
+# GraphQL's tokens as far as the probe needs them (commas and whitespace are insignificant)
+_PROBE_TOKENS = re.compile(r"[_A-Za-z][_0-9A-Za-z]*|[^\s,]")
 _PROBE_MAX_CHARS = 64
 
 
@@ -93,7 +96,7 @@ def apollo_hash(extensions: object) -> str | None:
 
 
 def is_readiness_probe(query: str) -> bool:
-    return len(query) <= _PROBE_MAX_CHARS and "".join(query.split()) in READINESS_PROBES
+    return len(query) <= _PROBE_MAX_CHARS and _PROBE_TOKENS.findall(query) in READINESS_PROBES
 
 
 @dataclass(frozen=True)
