@@ -48,6 +48,21 @@ async def test_a_device_name_over_100_characters_is_refused(api: ApiClient) -> N
     with pytest.raises(GraphQLFailure) as refused:
         await api.execute(REGISTER, {"e": email, "p": PASSWORD, "d": "x" * 101})
     assert (refused.value.code, refused.value.field) == ("BAD_USER_INPUT", "deviceName")
+    for bad in ("nul\x00", "x" * 101):
+        with pytest.raises(GraphQLFailure) as refused:
+            await api.execute(LOGIN, {"e": email, "p": PASSWORD, "d": bad})
+        assert (refused.value.code, refused.value.field) == ("BAD_USER_INPUT", "deviceName")
+
+
+async def test_a_long_user_agent_is_cut_to_fit(api: ApiClient) -> None:
+    email = f"sessions-{uuid.uuid4().hex[:8]}@example.com"
+    agent = "Mozilla/5.0 " + "x" * 400
+    token = (await api.execute(REGISTER, {"e": email, "p": PASSWORD}, headers={"User-Agent": agent}))[
+        "register"
+    ]["token"]
+    (session,) = (await api.execute(SESSIONS, token=token))["sessions"]
+    assert session["userAgent"] == agent[:256]
+    assert session["deviceName"] is None
 
 
 async def test_a_use_after_the_minute_moves_last_used(api: ApiClient, database_url: str) -> None:
