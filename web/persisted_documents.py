@@ -92,7 +92,7 @@ def apollo_hash(extensions: object) -> str | None:
             "extensions.persistedQuery needs version 1 and a sha256Hash string",
             "extensions",
         )
-    return digest.lower()
+    return digest
 
 
 def is_readiness_probe(query: str) -> bool:
