@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from tortoise.queryset import QuerySet
+
 from models import Task, TaskInstance, User, Webhook
 from observability.metrics import count_webhook_delivery
 from services.db import write_transaction
@@ -23,6 +25,7 @@ from services.errors import BadInput, Conflict, NotFound
 from services.ids import parse_id
 from services.messaging import Outgoing, send, send_after_commit
 from services.name_lookups import NameLookups
+from services.paging import Keyset, SortKey, parse_instant, parse_uuid
 from services.webhook_addresses import RefusedAddress, checked_address, parse_target, post, resolve_checked
 
 log = logging.getLogger("proofloop.webhooks")
@@ -95,8 +98,16 @@ async def _refuse_past_quota(owner: User, max_per_user: int) -> None:
         raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
 
 
+# a user's webhooks, oldest first
+WEBHOOK_ORDER = Keyset("webhook", (SortKey("created_at", parse_instant), SortKey("id", parse_uuid)))
+
+
+def owned_webhooks_query(owner: User) -> QuerySet[Webhook]:
+    return Webhook.filter(owner_id=owner.id)
+
+
 async def owned_webhooks(owner: User) -> list[Webhook]:
-    return await Webhook.filter(owner_id=owner.id).order_by("created_at", "id")
+    return await owned_webhooks_query(owner).order_by(*WEBHOOK_ORDER.order())
 
 
 async def delete_webhook(owner: User, webhook_id: str) -> None:
