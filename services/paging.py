@@ -24,7 +24,7 @@ from tortoise.queryset import QuerySet
 from services.errors import BadInput
 
 MAX_PAGE = 100
-# the largest BIGINT: a cursor's integer beyond it names no row and must not reach the database
+# a cursor's integer beyond a BIGINT names no row and must not reach the database
 MAX_INTEGER = 2**63 - 1
 
 Row = TypeVar("Row")
@@ -50,12 +50,11 @@ def parse_uuid(text: str) -> str:
 
 
 def parse_integer(text: str) -> int:
-    if (
-        not (text.isascii() and text.isdigit())
-        or len(text) > len(str(MAX_INTEGER))
-        or int(text) > MAX_INTEGER
-    ):
-        raise ValueError("not a non-negative BIGINT")
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_INTEGER)):
+        raise ValueError("not an integer")
+    if not -MAX_INTEGER - 1 <= int(text) <= MAX_INTEGER:
+        raise ValueError("beyond a BIGINT")
     return int(text)
 
 
