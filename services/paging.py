@@ -13,7 +13,7 @@ import base64
 import binascii
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 from uuid import UUID
 
@@ -42,7 +42,10 @@ def parse_instant(text: str) -> datetime:
     at = datetime.fromisoformat(text)
     if at.tzinfo is None:
         raise ValueError("an instant without an offset")
-    return at
+    try:
+        return at.astimezone(UTC)  # the database compares in UTC: year 9999 at -14:00 has no UTC instant
+    except OverflowError:
+        raise ValueError("an instant beyond the calendar") from None
 
 
 def parse_uuid(text: str) -> str:

@@ -7,6 +7,7 @@ page of 1 does. Access is the list's own: a partner pages only what they may see
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -341,3 +342,37 @@ async def test_a_cursor_of_one_list_is_refused_by_another(api: ApiClient) -> Non
             token=token,
         )
     assert (refused.value.code, refused.value.field) == ("BAD_USER_INPUT", "after")
+
+
+def forged(*parts: str) -> str:
+    return base64.urlsafe_b64encode("|".join(parts).encode()).decode()
+
+
+async def test_forged_and_malformed_cursors_are_bad_input_not_internal_errors(api: ApiClient) -> None:
+    token, _ = await api.register()
+    some_id = str(uuid.uuid4())
+    cursors = [
+        forged("task", "9999-12-31T23:59:59-14:00", some_id),
+        forged("task", "0001-01-01T00:00:00+14:00", some_id),
+        forged("task", "2026-01-01T00:00:00", some_id),  # no offset
+        forged("task", "2026-01-01T00:00:00+00:00", "not-a-uuid\x00"),
+        forged("task", "2026-01-01T00:00:00+00:00"),
+        forged("instance", "9" * 40),
+        "\udc80",
+        "é" * 10,
+        "%%%%",
+        "",
+    ]
+    for cursor in cursors:
+        with pytest.raises(GraphQLFailure) as refused:
+            await api.execute(
+                "query($c: String) { tasks(after: $c) { edges { cursor } } }", {"c": cursor}, token=token
+            )
+        assert refused.value.code == "BAD_USER_INPUT", cursor
+    # a well-formed cursor of a row that is gone still pages: keyset bounds, not positions
+    page = await api.execute(
+        "query($c: String) { tasks(before: $c) { edges { cursor } pageInfo { hasNextPage } } }",
+        {"c": forged("task", "2026-01-01T00:00:00+00:00", some_id)},
+        token=token,
+    )
+    assert page["tasks"] == {"edges": [], "pageInfo": {"hasNextPage": False}}
