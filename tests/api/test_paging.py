@@ -312,7 +312,7 @@ async def test_page_sizes_over_100_both_directions_at_once_and_foreign_cursors_a
 ) -> None:
     token, _ = await api.register()
     document = f"query({VARIABLES}) {{ {field}({ARGUMENTS}) {{ {PAGE} }} }}"
-    asks = [
+    asks: list[tuple[dict[str, Any], str]] = [
         ({"first": 101}, "first"),
         ({"last": 101}, "last"),
         ({"first": -1}, "first"),
