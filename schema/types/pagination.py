@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import strawberry
-from graphql import NullValueNode, VariableNode
+from strawberry.types.nodes import convert_arguments
 
 from schema.context import Info
 from services.paging import Keyset, Page, PageRequest
@@ -78,11 +78,5 @@ def page_request(
 
 def _given(info: Info, argument: str) -> bool:
     """Whether the document (or its variables) gave `argument` a value, rather than the schema's default."""
-    for field in info._raw_info.field_nodes:
-        for node in field.arguments or ():
-            if node.name.value != argument:
-                continue
-            if isinstance(node.value, VariableNode):
-                return info.variable_values.get(node.value.name.value) is not None
-            return not isinstance(node.value, NullValueNode)
-    return False
+    raw = info._raw_info
+    return any(convert_arguments(raw, field.arguments).get(argument) is not None for field in raw.field_nodes)
