@@ -101,7 +101,11 @@ class Settings(BaseSettings):
     webhooks_per_user: int = 5
     webhook_max_attempts: int = 8  # then the delivery is given up (proofloop_webhook_deliveries_total)
     webhook_backoff_seconds: float = 10.0  # before the 2nd attempt; doubling after each failure
-    webhook_timeout_seconds: float = 5.0  # connect + response, per attempt
+    webhook_timeout_seconds: float = 5.0  # one attempt in all: lookup, connect, TLS, headers and body
+    webhook_backoff_max_seconds: float = 3600.0  # the longest wait between two attempts
+    webhook_concurrency: int = 16  # attempts in flight per worker process
+    webhook_concurrency_per_user: int = 2  # ... of them for one owner's webhooks
+    webhook_concurrency_per_host: int = 4  # ... of them to one destination host
     # `proofloop dev` and tests: also http:// to localhost, 127.0.0.1, [::1] (every other rule stays)
     webhook_allow_insecure: bool = False
     # client-side bounds: a paused or unreachable server fails fast instead of hanging its callers

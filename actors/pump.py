@@ -14,6 +14,7 @@ from observability.outages import report_failure
 from services.messaging import CHAIN_QUEUE
 from services.pump import PumpSettings, pump_once
 from services.reminder_links import claim_due_reminders
+from services.webhook_pump import claim_due_deliveries
 from settings import Settings
 
 log = logging.getLogger("proofloop.pump")
@@ -65,6 +66,7 @@ async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
             tick = await asyncio.create_task(pump_once(config, resend_overdue=resend))
             in_use = tick.live_before + tick.sent
             await asyncio.create_task(claim_due_reminders(config, links_in_use=in_use, resend_overdue=resend))
+            await asyncio.create_task(claim_due_deliveries(config))
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
         except Exception as exc:

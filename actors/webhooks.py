@@ -1,23 +1,18 @@
-"""webhooks.deliver: one attempt at POSTing a signed reminder; the service sends the next attempt
-itself (its count travels in the message), so giving up is a decision it makes and counts."""
+"""webhooks.deliver: wake this process's sender for one delivery row. The attempt runs as a task of its
+own on the event loop, so this actor returns at once and no Dramatiq thread waits on a receiver; the row
+is the retry (services/webhook_outbox.py), so Dramatiq retries none."""
 
 from __future__ import annotations
 
 import dramatiq
 
-from services.webhooks import DELIVER_ACTOR, WEBHOOK_QUEUE, WebhookPolicy, deliver_webhook
-from settings import Settings, get_settings
+from actors.webhook_sending import webhook_sender
+from services.webhook_outbox import DELIVER_ACTOR, WEBHOOK_QUEUE
+
+# behind the chain's messages (priority 0) when both wait for a Dramatiq thread, as after a reminder herd
+DELIVERY_PRIORITY = 100
 
 
-def webhook_policy(settings: Settings) -> WebhookPolicy:
-    return WebhookPolicy(
-        allow_insecure=settings.webhook_allow_insecure,
-        max_attempts=settings.webhook_max_attempts,
-        backoff_seconds=settings.webhook_backoff_seconds,
-        timeout_seconds=settings.webhook_timeout_seconds,
-    )
-
-
-@dramatiq.actor(actor_name=DELIVER_ACTOR, queue_name=WEBHOOK_QUEUE, max_retries=0)
-async def deliver(hook_id: str, body: str, delivery_id: str, attempt: int) -> None:
-    await deliver_webhook(hook_id, body, delivery_id, attempt, webhook_policy(get_settings()))
+@dramatiq.actor(actor_name=DELIVER_ACTOR, queue_name=WEBHOOK_QUEUE, max_retries=0, priority=DELIVERY_PRIORITY)
+async def deliver(delivery_id: str, link_no: int) -> None:
+    await webhook_sender().admit(str(delivery_id), int(link_no))

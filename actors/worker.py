@@ -15,6 +15,7 @@ from actors.notices import WorkerNotices
 from actors.poll_interval import PollInterval
 from actors.pump_loop import PumpLoop
 from actors.watchdog import ConsumerWatchdog
+from actors.webhook_sending import WebhookSending
 from realtime.redis_options import RedisTimeouts
 from runtime import configure_logging, die_with_parent, pass_first_signal_only
 from settings import get_settings
@@ -31,6 +32,7 @@ broker = configure_broker(
         AsyncIO(),  # the one event-loop thread every async actor and resource below runs on
         WorkerDatabase(settings),
         WorkerNotices(settings),
+        WebhookSending(settings),  # its attempts stop before the database closes
         PumpLoop(settings),
         MailSweep(settings),
         ConsumerWatchdog(settings.ready_timeout_seconds),

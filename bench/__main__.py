@@ -18,7 +18,14 @@ TIMEOUT_S = 240  # each benchmark bounds itself (< ~3 min); this is the backstop
 # abuse.py runs each attack twice (~8-11 min); chaos.py one fresh environment per fault;
 # live_fanout opens 10,000 subscriptions twice (with and without gc.freeze); chain_scale runs five bursts;
 # create_tasks measures two builds of the API when given --compare
-LONGER_TIMEOUT_S = {"abuse": 900, "chaos": 900, "live_fanout": 900, "chain_scale": 480, "create_tasks": 480}
+LONGER_TIMEOUT_S = {
+    "abuse": 900,
+    "chaos": 900,
+    "live_fanout": 900,
+    "chain_scale": 480,
+    "create_tasks": 480,
+    "webhook_starvation": 480,
+}
 
 
 def benchmarks() -> list[str]:

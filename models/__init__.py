@@ -1,6 +1,7 @@
 """Tortoise models, one aggregate per file."""
 
 from models.enums import (
+    DeliveryStatus,
     EventType,
     InstanceStatus,
     PartnershipStatus,
@@ -19,10 +20,11 @@ from models.reminder import InstanceReminder
 from models.task import Task
 from models.user import AuthToken, MailedToken, MailedTokenPurpose, User
 from models.verification import Verification
-from models.webhook import Webhook
+from models.webhook import Webhook, WebhookDelivery
 
 __all__ = [
     "AuthToken",
+    "DeliveryStatus",
     "Event",
     "EventType",
     "InstanceReminder",
@@ -43,4 +45,5 @@ __all__ = [
     "VerificationMethod",
     "VerificationStatus",
     "Webhook",
+    "WebhookDelivery",
 ]

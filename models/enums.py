@@ -71,3 +71,11 @@ class EventType(StrEnum):
 class ReminderAnchor(StrEnum):
     OPENS = "OPENS"
     DUE = "DUE"
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "PENDING"  # owed at fire_at (the first attempt, or the next one after a failure)
+    SENDING = "SENDING"  # an attempt holds it until fire_at (its deadline); past that it was lost
+    DELIVERED = "DELIVERED"
+    GIVEN_UP = "GIVEN_UP"  # out of attempts, or a URL that can never be sent
+    REFUSED = "REFUSED"  # the address is not one a webhook may reach

@@ -1,10 +1,12 @@
-"""An owner's webhook: where their reminders are POSTed, signed with the webhook's HMAC secret."""
+"""An owner's webhook, where their reminders are POSTed signed with its HMAC secret, and its deliveries:
+one outbox row per event and webhook, a durable timer (fire_at/link_no) like the chain's."""
 
 from __future__ import annotations
 
 from tortoise import fields
 from tortoise.models import Model
 
+from models.enums import DeliveryStatus
 from models.user import User
 
 
@@ -22,3 +24,30 @@ class Webhook(Model):
 
     class Meta:
         table = "webhooks"
+
+
+class WebhookDelivery(Model):
+    """One event for one webhook: its id is the delivery id every attempt carries."""
+
+    id = fields.UUIDField(primary_key=True)
+    webhook: fields.ForeignKeyRelation[Webhook] = fields.ForeignKeyField(
+        "models.Webhook", related_name="deliveries", on_delete=fields.CASCADE
+    )
+    body = fields.TextField()  # the JSON payload as signed, fixed when the event happened
+    status = fields.CharEnumField(DeliveryStatus, max_length=16, default=DeliveryStatus.PENDING)
+    attempts = fields.IntField(default=0)
+    put_offs = fields.IntField(default=0)  # times it found its owner's or host's attempts all in use
+    last_error = fields.CharField(max_length=200, null=True)
+    created_at = fields.DatetimeField(auto_now_add=True)
+    finished_at = fields.DatetimeField(null=True)
+
+    # The durable timer, as on task_instances: the next attempt (or an attempt's deadline), NULL once done.
+    fire_at = fields.DatetimeField(null=True)
+    link_no = fields.IntField(default=0)
+    link_for = fields.DatetimeField(null=True)
+    linked_at = fields.DatetimeField(null=True)
+
+    webhook_id: str
+
+    class Meta:
+        table = "webhook_deliveries"

@@ -1,57 +1,35 @@
-"""Owners' webhooks: registered with a checked address and an HMAC secret; each reminder is POSTed,
-signed, to every webhook of its owner by `webhooks.deliver`, retried with exponential backoff, then
-given up (and counted so)."""
+"""Owners' webhooks: registered with a checked address and an HMAC secret; each reminder becomes one
+delivery per webhook of its owner, an outbox row written with the reminder (services/webhook_outbox.py),
+POSTed signed by the workers (services/webhook_sender.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
-import http.client
 import json
 import logging
 import secrets
-import time
+import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from enum import StrEnum
+from datetime import UTC, datetime
 
 from tortoise.queryset import QuerySet
 
 from models import Task, TaskInstance, User, Webhook
-from observability.metrics import count_webhook_delivery
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
 from services.ids import parse_id
-from services.messaging import Outgoing, send, send_after_commit
 from services.name_lookups import NameLookups
 from services.paging import Keyset, SortKey, parse_instant, parse_uuid
-from services.webhook_addresses import RefusedAddress, checked_address, parse_target, post, resolve_checked
+from services.webhook_addresses import RefusedAddress, parse_target, resolve_checked
+from services.webhook_outbox import NewDelivery, queue_deliveries
 
 log = logging.getLogger("proofloop.webhooks")
 
-DELIVER_ACTOR = "webhooks.deliver"
-WEBHOOK_QUEUE = "webhooks"  # its own queue: a slow receiver never delays a chain link or a mail
 SIGNATURE_HEADER = "X-Proofloop-Signature"
 TIMESTAMP_HEADER = "X-Proofloop-Timestamp"
 DELIVERY_HEADER = "X-Proofloop-Delivery"
 SECRET_LENGTHS = (16, 200)
-
-
-@dataclass(frozen=True)
-class WebhookPolicy:
-    allow_insecure: bool
-    max_attempts: int
-    backoff_seconds: float
-    timeout_seconds: float
-
-
-class DeliveryOutcome(StrEnum):
-    DELIVERED = "delivered"
-    FAILED = "failed"
-    GIVEN_UP = "given_up"
-    REFUSED = "refused"
-    GONE = "gone"
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
@@ -137,7 +115,7 @@ class FiredReminder:
 async def queue_reminder_webhooks(
     task: Task, instance: TaskInstance, reminder_id: str, now: datetime
 ) -> None:
-    """Inside the reminder's transaction: one delivery per webhook of the owner, sent after commit."""
+    """Inside the reminder's transaction: one delivery row per webhook of the owner, sent after commit."""
     fired = FiredReminder(
         reminder_id=reminder_id,
         owner_id=str(task.owner_id),
@@ -159,18 +137,18 @@ async def queue_webhooks_of(fired: list[FiredReminder], now: datetime) -> None:
     hooks: dict[str, list[str]] = {}
     for owner_id, hook_id in await Webhook.filter(owner_id__in=owners).values_list("owner_id", "id"):
         hooks.setdefault(str(owner_id), []).append(str(hook_id))
+    deliveries = []
     for reminder in fired:
-        if reminder.owner_id not in hooks:
-            continue
-        body = _reminder_body(reminder, now)
-        for hook_id in hooks[reminder.owner_id]:
-            send_after_commit(delivery_message(hook_id, body, reminder.reminder_id, attempt=1))
+        for hook_id in hooks.get(reminder.owner_id, []):
+            delivery_id = str(uuid.uuid4())  # in the payload too, so it is signed with it
+            deliveries.append(NewDelivery(delivery_id, hook_id, _reminder_body(reminder, now, delivery_id)))
+    await queue_deliveries(deliveries, now)
 
 
-def _reminder_body(reminder: FiredReminder, now: datetime) -> str:
+def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> str:
     payload = {
         "type": "DUE_SOON",
-        "deliveryId": reminder.reminder_id,
+        "deliveryId": delivery_id,
         "occurredAt": _iso(now),
         "task": {"id": reminder.task_id, "title": reminder.title},
         "instance": {
@@ -181,58 +159,3 @@ def _reminder_body(reminder: FiredReminder, now: datetime) -> str:
         },
     }
     return json.dumps(payload, separators=(",", ":"))
-
-
-def delivery_message(
-    hook_id: str, body: str, delivery_id: str, *, attempt: int, eta: datetime | None = None
-) -> Outgoing:
-    return Outgoing(DELIVER_ACTOR, (hook_id, body, delivery_id, attempt), eta=eta, queue_name=WEBHOOK_QUEUE)
-
-
-async def deliver_webhook(
-    hook_id: str, body: str, delivery_id: str, attempt: int, policy: WebhookPolicy
-) -> DeliveryOutcome:
-    """One attempt; a failure sends the next attempt with a doubled delay, until max_attempts."""
-    hook = await Webhook.get_or_none(id=parse_id(hook_id, "webhook"))
-    if hook is None:
-        return DeliveryOutcome.GONE  # deleted since: nothing to deliver to
-    try:
-        # resolved and checked again now: the name may point elsewhere than at registration
-        target = parse_target(hook.url, allow_insecure=policy.allow_insecure)
-        address = await checked_address(
-            target, allow_insecure=policy.allow_insecure, within_seconds=policy.timeout_seconds
-        )
-    except RefusedAddress as exc:
-        count_webhook_delivery(DeliveryOutcome.REFUSED.value)
-        log.warning("webhook refused: %s", exc, extra={"webhook_id": hook_id})
-        return DeliveryOutcome.REFUSED
-    timestamp = str(int(time.time()))
-    data = body.encode()
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": "Proofloop-Webhook/1",
-        TIMESTAMP_HEADER: timestamp,
-        SIGNATURE_HEADER: signature(hook.secret, timestamp, data),
-        DELIVERY_HEADER: delivery_id,
-    }
-    try:
-        status = await asyncio.to_thread(post, target, address, data, headers, policy.timeout_seconds)
-    except (OSError, http.client.HTTPException) as exc:
-        status, reason = 0, type(exc).__name__
-    else:
-        reason = f"HTTP {status}"
-    if 200 <= status < 300:
-        count_webhook_delivery(DeliveryOutcome.DELIVERED.value)
-        return DeliveryOutcome.DELIVERED
-    if attempt >= policy.max_attempts:
-        count_webhook_delivery(DeliveryOutcome.GIVEN_UP.value)
-        log.warning("webhook given up after %d attempts (%s)", attempt, reason, extra={"webhook_id": hook_id})
-        return DeliveryOutcome.GIVEN_UP
-    count_webhook_delivery(DeliveryOutcome.FAILED.value)
-    delay = timedelta(seconds=policy.backoff_seconds * 2 ** (attempt - 1))
-    eta = datetime.now(UTC) + delay
-    await send([delivery_message(hook_id, body, delivery_id, attempt=attempt + 1, eta=eta)])
-    log.info(
-        "webhook attempt %d failed (%s); next in %s", attempt, reason, delay, extra={"webhook_id": hook_id}
-    )
-    return DeliveryOutcome.FAILED

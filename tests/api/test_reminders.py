@@ -66,7 +66,8 @@ def env(private_redis: PrivateRedis, service_env: dict[str, str]) -> Iterator[di
             "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
             "PROOFLOOP_WEBHOOK_BACKOFF_SECONDS": "0.2",
             "PROOFLOOP_WEBHOOK_MAX_ATTEMPTS": "3",
-            "PROOFLOOP_WEBHOOK_TIMEOUT_SECONDS": "2",
+            # a whole attempt, the receiver in this test process included: room for a loaded machine
+            "PROOFLOOP_WEBHOOK_TIMEOUT_SECONDS": "5",
         }
 
 

@@ -97,10 +97,12 @@ async def test_links_due_together_travel_in_one_batch_and_settle_independently(
     # due beyond the horizon: neither the chain nor the pump links them...
     tasks = [await create_short_task(api, token, start_in=900, every=3600) for _ in range(3)]
     ids = [str((await instances_of(db, t["id"]))[0]["id"]) for t in tasks]
-    # ...then brought due in 2 s with a live-looking link, so the batch below is their only delivery
+    # ...then brought due in 2 s with a link sent "in an hour": the pump never judges it lost, however late a
+    # loaded machine runs the worker, so the batch below is their only delivery
     fire_at = await db.fetchval(
         "UPDATE task_instances SET fire_at = date_trunc('second', now()) + interval '2 seconds',"
-        " due_at = date_trunc('second', now()) + interval '2 seconds', link_no = 1, linked_at = now(),"
+        " due_at = date_trunc('second', now()) + interval '2 seconds', link_no = 1,"
+        " linked_at = now() + interval '1 hour',"
         " link_for = date_trunc('second', now()) + interval '2 seconds' WHERE id = ANY($1::uuid[]) RETURNING fire_at",
         ids,
     )
