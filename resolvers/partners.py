@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import strawberry
 
 from resolvers.permissions import IsAuthenticated
@@ -41,12 +39,9 @@ class PartnerQueries:
         request = page_request(
             info, order, first=first, after=after, last=last, before=before, default=DEFAULT_PAGE
         )
-        query = partners.partnerships_query(await info.context.viewer())
-        now = datetime.now(UTC)  # the clock Partnership.status reads
-        if status is not None:
-            query = query.filter(partners.with_status(status, now))
-        elif not include_removed:
-            query = query.exclude(partners.with_status(PartnershipStatus.REMOVED, now))
+        query = partners.partnerships_query(
+            await info.context.viewer(), status=status, include_removed=bool(include_removed)
+        )
         page = await keyset_page(query, order, request)
         return Connection.of(page, order, lambda row: Partnership(row=row))
 

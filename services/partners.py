@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from tortoise.expressions import Q
 from tortoise.queryset import QuerySet
@@ -162,11 +162,20 @@ def with_status(status: PartnershipStatus, now: datetime) -> Q:
     return Q(status=status)
 
 
-def partnerships_query(viewer: User) -> QuerySet[Partnership]:
-    """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email."""
-    return Partnership.filter(
+def partnerships_query(
+    viewer: User, *, status: PartnershipStatus | None = None, include_removed: bool = True
+) -> QuerySet[Partnership]:
+    """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email;
+    only those of `status` when given, else without REMOVED ones unless `include_removed`."""
+    query = Partnership.filter(
         Q(user_id=viewer.id) | Q(partner_id=viewer.id) | Q(invited_email=viewer.email.lower())
     )
+    now = datetime.now(UTC)  # the clock status_at is read with (schema/types/partnership.py)
+    if status is not None:
+        return query.filter(with_status(status, now))
+    if not include_removed:
+        return query.exclude(with_status(PartnershipStatus.REMOVED, now))
+    return query
 
 
 async def partnerships_of(viewer: User) -> list[Partnership]:
