@@ -7,11 +7,13 @@ import strawberry
 
 from resolvers.permissions import IsAuthenticated, Public
 from schema.context import Info
+from schema.types.pagination import Connection, page_request
 from schema.types.session import Session
 from schema.types.user import AuthPayload, User
 from services import accounts, email_verification, password_reset
 from services.accounts import AccountRules, SessionDevice
 from services.commitment_horizon import MAX_HORIZON_DAYS, set_commitment_horizon
+from services.paging import keyset_page
 from services.rate_limits import AttemptWindow, LoginBackoff
 
 DEVICE_NAME = "how the session is listed in `sessions` (at most 100 characters)"
@@ -62,6 +64,23 @@ class AccountQueries:
             Session(row=row, current_id=session.token_id)
             for row in await accounts.live_sessions(session.user)
         ]
+
+    @strawberry.field(
+        permission_classes=[IsAuthenticated], description="your signed-in devices, newest first"
+    )
+    async def sessions_connection(
+        self,
+        info: Info,
+        first: int | None = 20,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> Connection[Session]:
+        order = accounts.SESSION_ORDER
+        request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
+        session = await info.context.authenticate()
+        page = await keyset_page(await accounts.live_sessions_query(session.user), order, request)
+        return Connection.of(page, order, lambda row: Session(row=row, current_id=session.token_id))
 
 
 @strawberry.type

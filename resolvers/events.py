@@ -11,9 +11,10 @@ from realtime.subscribers import EndReason, Subscriber
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.event import VerificationEvent
+from schema.types.pagination import Connection, page_request
 from services import feeds
 from services.errors import Conflict, NotFound, ProofloopError, RateLimited, Unauthenticated
-from services.paging import check_page_size
+from services.paging import check_page_size, keyset_page
 
 DEFAULT_PAGE = 50
 
@@ -68,6 +69,30 @@ class EventQueries:
             scope, after=after_position, before=before_position, size=size, from_newest=from_newest
         )
         return [VerificationEvent(row=row) for row in rows]
+
+    @strawberry.field(
+        permission_classes=[IsAuthenticated],
+        description="history visible to you as a connection, oldest first; last/before page back",
+    )
+    async def events_connection(
+        self,
+        info: Info,
+        first: int | None = DEFAULT_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+        user_id: strawberry.ID | None = None,
+        task_id: strawberry.ID | None = None,
+    ) -> Connection[VerificationEvent]:
+        order = feeds.EVENT_ORDER
+        request = page_request(
+            info, order, first=first, after=after, last=last, before=before, default=DEFAULT_PAGE
+        )
+        scope = await feeds.feed_scope(
+            await info.context.access(), _optional_id(user_id), _optional_id(task_id)
+        )
+        page = await keyset_page(feeds.scope_query(scope), order, request)
+        return Connection.of(page, order, lambda row: VerificationEvent(row=row))
 
 
 @strawberry.type

@@ -5,8 +5,13 @@ import strawberry
 from resolvers.permissions import IsAuthenticated
 from resolvers.tasks import horizon_day
 from schema.context import Info
+from schema.enums import PartnershipStatus
+from schema.types.pagination import Connection, page_request
 from schema.types.partnership import Partnership
 from services import partners
+from services.paging import keyset_page
+
+DEFAULT_PAGE = 20
 
 
 @strawberry.type
@@ -15,6 +20,30 @@ class PartnerQueries:
     async def partnerships(self, info: Info) -> list[Partnership]:
         rows = await partners.partnerships_of(await info.context.viewer())
         return [Partnership(row=row) for row in rows]
+
+    @strawberry.field(
+        permission_classes=[IsAuthenticated],
+        description="both directions, newest first; REMOVED only when asked (status, includeRemoved)",
+    )
+    async def partnerships_connection(
+        self,
+        info: Info,
+        first: int | None = DEFAULT_PAGE,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+        status: PartnershipStatus | None = None,
+        include_removed: bool | None = False,
+    ) -> Connection[Partnership]:
+        order = partners.PARTNERSHIP_ORDER
+        request = page_request(
+            info, order, first=first, after=after, last=last, before=before, default=DEFAULT_PAGE
+        )
+        query = partners.partnerships_query(
+            await info.context.viewer(), status=status, include_removed=bool(include_removed)
+        )
+        page = await keyset_page(query, order, request)
+        return Connection.of(page, order, lambda row: Partnership(row=row))
 
 
 @strawberry.type

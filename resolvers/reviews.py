@@ -7,10 +7,11 @@ from resolvers.permissions import IsAuthenticated
 from resolvers.proofs import media_policy, media_upload
 from resolvers.tasks import chain_timing
 from schema.context import Info
-from schema.types.pagination import check_first
+from schema.types.pagination import Connection, page_request
 from schema.types.verification import Verification
 from services import appeals, proofs
 from services.db import db_now
+from services.paging import check_page_size, keyset_page
 
 
 @strawberry.type
@@ -20,9 +21,26 @@ class ReviewQueries:
         description="PENDING_REVIEW verifications you may decide, oldest first",
     )
     async def review_queue(self, info: Info, first: int | None = 50) -> list[Verification]:
-        first = check_first(50 if first is None else first)
+        first = check_page_size(50 if first is None else first)
         rows = await proofs.review_queue(await info.context.access(), first)
         return [Verification(row=row) for row in rows]
+
+    @strawberry.field(
+        permission_classes=[IsAuthenticated],
+        description="PENDING_REVIEW verifications you may decide, oldest first, as a connection",
+    )
+    async def review_queue_connection(
+        self,
+        info: Info,
+        first: int | None = 50,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> Connection[Verification]:
+        order = proofs.REVIEW_ORDER
+        request = page_request(info, order, first=first, after=after, last=last, before=before, default=50)
+        page = await keyset_page(proofs.reviewable(await info.context.access()), order, request)
+        return Connection.of(page, order, lambda row: Verification(row=row))
 
 
 @strawberry.type

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 import strawberry
-from tortoise.expressions import Q
 
 from models import Task as TaskRow
 from models import TaskState as TaskStateRow
@@ -14,15 +13,17 @@ from schema.context import Context, Info
 from schema.enums import TaskState
 from schema.inputs import CreateTaskInput, UpdateTaskInput
 from schema.types.instance import TaskInstance
-from schema.types.pagination import PageInfo, check_first, decode_cursor, encode_cursor
+from schema.types.pagination import PageInfo, page_request
 from schema.types.task import Task, TaskConnection, TaskEdge
 from services import tasks
 from services.access import require_visible_task, visible_instance
 from services.chain import ChainTiming
-from services.errors import BadInput, NotFound, ProofloopError
+from services.errors import NotFound, ProofloopError
 from services.ids import is_uuid
+from services.paging import keyset_page
 from services.schedules import recurrence_budget
 from services.task_drafts import TaskDraft
+from services.task_reads import TASK_ORDER
 from settings import Settings
 
 
@@ -62,35 +63,25 @@ class TaskQueries:
         after: str | None = None,
         state: TaskState | None = None,
         user_id: strawberry.ID | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> TaskConnection:
-        first = check_first(20 if first is None else first)
+        request = page_request(
+            info, TASK_ORDER, first=first, after=after, last=last, before=before, default=20
+        )
         owner_id = await _tasks_owner_id(info, user_id)
         query = TaskRow.filter(owner_id=owner_id, deleted_at=None)
         if state is not None:
             query = query.filter(state=TaskStateRow(state))
-        count = query.count  # before the cursor narrows it: the total is of every page
-        if after is not None:
-            created, task_id = decode_cursor(after, 2)
-            try:
-                created_at = datetime.fromisoformat(created)
-            except ValueError:
-                raise BadInput("after", "is not a cursor this API issued") from None
-            if created_at.tzinfo is None or not is_uuid(task_id):
-                raise BadInput("after", "is not a cursor this API issued")
-            task_id = str(UUID(task_id))  # the canonical form: the database takes no "urn:uuid:" prefix
-            query = query.filter(Q(created_at__lt=created_at) | Q(created_at=created_at, id__lt=task_id))
-        rows = await query.order_by("-created_at", "-id").limit(first + 1)
-        page = rows[:first]
-        edges = [
-            TaskEdge(cursor=encode_cursor(r.created_at.isoformat(), r.id), node=Task(row=r)) for r in page
-        ]
+        page = await keyset_page(query, TASK_ORDER, request)
+        edges = [TaskEdge(cursor=TASK_ORDER.cursor(r), node=Task(row=r)) for r in page.rows]
         return TaskConnection(
             edges=edges,
-            count=count,
+            count=query.count,  # the query before the page narrows it: the total is of every page
             page_info=PageInfo.of(
                 [edge.cursor for edge in edges],
-                has_next_page=len(rows) > first,
-                has_previous_page=after is not None,
+                has_next_page=page.has_next_page,
+                has_previous_page=page.has_previous_page,
             ),
         )
 

@@ -4,8 +4,10 @@ import strawberry
 
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
+from schema.types.pagination import Connection, page_request
 from schema.types.webhook import Webhook, WebhookRegistration
 from services import webhooks
+from services.paging import keyset_page
 
 
 @strawberry.input
@@ -21,6 +23,20 @@ class WebhookQueries:
     @strawberry.field(permission_classes=[IsAuthenticated], description="your own webhooks")
     async def webhooks(self, info: Info) -> list[Webhook]:
         return [Webhook(row=row) for row in await webhooks.owned_webhooks(await info.context.viewer())]
+
+    @strawberry.field(permission_classes=[IsAuthenticated], description="your own webhooks, oldest first")
+    async def webhooks_connection(
+        self,
+        info: Info,
+        first: int | None = 20,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> Connection[Webhook]:
+        order = webhooks.WEBHOOK_ORDER
+        request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
+        page = await keyset_page(webhooks.owned_webhooks_query(await info.context.viewer()), order, request)
+        return Connection.of(page, order, lambda row: Webhook(row=row))
 
 
 @strawberry.type

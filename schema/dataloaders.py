@@ -16,6 +16,7 @@ from strawberry.dataloader import DataLoader
 
 from models import Task, TaskInstance, User, Verification
 from services.access import Access, access_of
+from services.paging import Page
 from services.progress import (
     CalendarAsk,
     Completion,
@@ -27,7 +28,14 @@ from services.progress import (
     streaks,
 )
 from services.streaks import streaks_of
-from services.task_reads import InstanceCount, InstancePage, instance_counts, instance_pages, open_instances
+from services.task_reads import (
+    VERIFICATION_ORDER,
+    InstanceCount,
+    InstancePage,
+    instance_counts,
+    instance_pages,
+    open_instances,
+)
 
 
 async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
@@ -53,7 +61,7 @@ async def _load_verifications(keys: list[str]) -> list[Verification | None]:
 
 async def _load_verifications_of_instances(keys: list[str]) -> list[list[Verification]]:
     grouped: dict[str, list[Verification]] = defaultdict(list)
-    for row in await Verification.filter(instance_id__in=keys).order_by("submitted_at", "id"):
+    for row in await Verification.filter(instance_id__in=keys).order_by(*VERIFICATION_ORDER.order()):
         grouped[str(row.instance_id)].append(row)
     return [grouped[key] for key in keys]
 
@@ -68,7 +76,7 @@ async def _load_instance_counts(keys: list[InstanceCount]) -> list[int]:
     return [counts.get(key, 0) for key in keys]
 
 
-async def _load_instance_pages(keys: list[InstancePage]) -> list[list[TaskInstance]]:
+async def _load_instance_pages(keys: list[InstancePage]) -> list[Page[TaskInstance]]:
     pages = await instance_pages(keys)
     return [pages[key] for key in keys]
 
@@ -129,7 +137,7 @@ class Loaders:
         return DataLoader(load_fn=_load_instance_counts)
 
     @cached_property
-    def instance_page(self) -> DataLoader[InstancePage, list[TaskInstance]]:
+    def instance_page(self) -> DataLoader[InstancePage, Page[TaskInstance]]:
         return DataLoader(load_fn=_load_instance_pages)
 
     @cached_property

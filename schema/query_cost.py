@@ -113,29 +113,37 @@ class QueryCost:
         return 1
 
     def _size_argument(self, field: FieldNode, definition: GraphQLField) -> int | None:
-        sizes = [self._argument_value(field, definition, name) for name in SIZE_ARGUMENTS]
-        given = [size for size in sizes if size is not None]
+        sizes = [self._argument_size(field, definition, name) for name in SIZE_ARGUMENTS]
+        # a size the document gives wins over a default: `last: 3` alone is a page of 3, not first's 20
+        given = [size for size, explicit in sizes if explicit and size is not None] or [
+            size for size, _ in sizes if size is not None
+        ]
         if not given:
             return None
         # a page of 0 or less still resolves the field and validates all below it: never priced at 0
         return max(1, min(max(given), MAX_PAGE))
 
-    def _argument_value(self, field: FieldNode, definition: GraphQLField, name: str) -> int | None:
+    def _argument_size(
+        self, field: FieldNode, definition: GraphQLField, name: str
+    ) -> tuple[int | None, bool]:
+        """The argument's size, and whether the document (or its variables) gave it rather than a default."""
         argument = definition.args.get(name)
         if argument is None:
-            return None
+            return None, False
         default = argument.default_value if isinstance(argument.default_value, int) else None
         node = next((a.value for a in field.arguments or () if a.name.value == name), None)
         if isinstance(node, IntValueNode):
-            return int(node.value)
+            return int(node.value), True
         if isinstance(node, VariableNode):
             value = self.variables.get(node.name.value, self.defaults.get(node.name.value))
             if isinstance(value, IntValueNode):
-                return int(value.value)
+                return int(value.value), True
             if isinstance(value, int) and not isinstance(value, bool):
-                return value
-            return default if value is None else MAX_PAGE  # not an Int: coercion refuses it later
-        return default
+                return value, True
+            if value is None:
+                return default, False
+            return MAX_PAGE, True  # not an Int: coercion refuses it later
+        return default, False
 
 
 def _is_connection(parent: GraphQLOutputType) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from tortoise.exceptions import IntegrityError
+from tortoise.queryset import QuerySet
 
 from models import AuthToken, User
 from realtime import notices
@@ -16,6 +17,7 @@ from services.db import db_now, on_commit, write_transaction
 from services.email_verification import send_verification
 from services.errors import BadInput, Conflict, NotFound, Unauthenticated
 from services.ids import parse_id
+from services.paging import Keyset, SortKey, parse_instant, parse_uuid
 from services.passwords import PasswordHashing, check_password_policy
 from services.rate_limits import AttemptWindow, LoginBackoff, remember_owner_address
 from verification.errors import InvalidInput
@@ -209,11 +211,19 @@ async def logout(session: Session) -> None:
     await revoke_tokens(str(session.user.id), token_id=session.token_id)
 
 
+# a user's sessions, newest first
+SESSION_ORDER = Keyset(
+    "session", (SortKey("created_at", parse_instant, True), SortKey("id", parse_uuid, True))
+)
+
+
+async def live_sessions_query(user: User) -> QuerySet[AuthToken]:
+    """The user's tokens that still work."""
+    return AuthToken.filter(user_id=user.id, revoked_at=None, expires_at__gt=await db_now())
+
+
 async def live_sessions(user: User) -> list[AuthToken]:
-    """The user's tokens that still work, newest first."""
-    return await AuthToken.filter(user_id=user.id, revoked_at=None, expires_at__gt=await db_now()).order_by(
-        "-created_at", "-id"
-    )
+    return await (await live_sessions_query(user)).order_by(*SESSION_ORDER.order())
 
 
 async def revoke_session(user: User, token_id: str) -> None:

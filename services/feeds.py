@@ -14,6 +14,7 @@ from models import Event
 from services.access import Access, require_visible_task
 from services.errors import BadInput, NotFound
 from services.ids import parse_id
+from services.paging import Keyset, SortKey, parse_integer
 
 # Positions are BIGINT: a larger "id" names no event and must not reach the database.
 MAX_POSITION = 2**63 - 1
@@ -60,6 +61,15 @@ def parse_position(value: object, field: str) -> int:
         raise BadInput(field, "is not an event id")
     position = int(text)
     return position
+
+
+# the history, oldest first: positions follow commit order and are unique
+EVENT_ORDER = Keyset("event", (SortKey("position", parse_integer),))
+
+
+def scope_query(scope: FeedScope) -> QuerySet[Event]:
+    """Every event of the scope the viewer may read, with what a page shows of each."""
+    return _with_related(_scoped(scope))
 
 
 def _with_related(query: QuerySet[Event]) -> QuerySet[Event]:

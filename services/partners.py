@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from tortoise.expressions import Q
+from tortoise.queryset import QuerySet
 
 from models import Partnership, PartnershipStatus, User
 from realtime import notices
@@ -16,6 +17,7 @@ from services.errors import BadInput, Conflict, Forbidden, NotFound, RateLimited
 from services.ids import parse_id
 from services.mail import messages
 from services.mail.outbox import queue_mail
+from services.paging import Keyset, SortKey, parse_instant, parse_uuid
 
 _OPEN = (PartnershipStatus.INVITED, PartnershipStatus.ACTIVE)
 
@@ -143,8 +145,38 @@ def _is_party(viewer: User, row: Partnership) -> bool:
     return row.status is PartnershipStatus.INVITED and row.invited_email == viewer.email.lower()
 
 
-async def partnerships_of(viewer: User) -> list[Partnership]:
-    """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email."""
-    return await Partnership.filter(
+# a viewer's partnerships, newest first
+PARTNERSHIP_ORDER = Keyset(
+    "partnership", (SortKey("created_at", parse_instant, True), SortKey("id", parse_uuid, True))
+)
+
+
+def with_status(status: PartnershipStatus, now: datetime) -> Q:
+    """Partnerships whose status at `now` (status_at) is `status`, as a filter."""
+    if status is PartnershipStatus.ACTIVE:
+        return watching(now)
+    if status is PartnershipStatus.REMOVED:
+        return Q(status=PartnershipStatus.REMOVED) | Q(
+            status=PartnershipStatus.ACTIVE, removal_effective_at__lte=now
+        )
+    return Q(status=status)
+
+
+def partnerships_query(
+    viewer: User, *, status: PartnershipStatus | None = None, include_removed: bool = True
+) -> QuerySet[Partnership]:
+    """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email;
+    only those of `status` when given, else without REMOVED ones unless `include_removed`."""
+    query = Partnership.filter(
         Q(user_id=viewer.id) | Q(partner_id=viewer.id) | Q(invited_email=viewer.email.lower())
-    ).order_by("-created_at", "-id")
+    )
+    now = datetime.now(UTC)  # the clock status_at is read with (schema/types/partnership.py)
+    if status is not None:
+        return query.filter(with_status(status, now))
+    if not include_removed:
+        return query.exclude(with_status(PartnershipStatus.REMOVED, now))
+    return query
+
+
+async def partnerships_of(viewer: User) -> list[Partnership]:
+    return await partnerships_query(viewer).order_by(*PARTNERSHIP_ORDER.order())

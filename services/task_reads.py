@@ -17,6 +17,7 @@ from tortoise.functions import Count
 from models import TaskInstance
 from services.chain import OPEN_STATUSES
 from services.db import connection, is_sqlite
+from services.paging import Keyset, Page, PageRequest, SortKey, parse_instant, parse_integer, parse_uuid
 
 
 async def open_instances(task_ids: Sequence[str]) -> dict[str, TaskInstance]:
@@ -56,14 +57,23 @@ async def instance_counts(keys: Sequence[InstanceCount]) -> dict[InstanceCount, 
     return counts
 
 
+# a user's tasks, newest first
+TASK_ORDER = Keyset("task", (SortKey("created_at", parse_instant, True), SortKey("id", parse_uuid, True)))
+# a task's instances, newest first (seq is unique per task)
+INSTANCE_ORDER = Keyset("instance", (SortKey("seq", parse_integer, True),))
+# an instance's proofs, oldest first
+VERIFICATION_ORDER = Keyset(
+    "verification", (SortKey("submitted_at", parse_instant), SortKey("id", parse_uuid))
+)
+
+
 @dataclass(frozen=True)
 class InstancePage:
-    """Newest first: `first` instances of one task below `before_seq` (None: from the newest), of those
-    closing at or after `closes_from` (a partner's view: services/access.py)."""
+    """A page of one task's instances (INSTANCE_ORDER), of those closing at or after `closes_from` (a
+    partner's view: services/access.py)."""
 
     task_id: str
-    first: int
-    before_seq: int | None
+    request: PageRequest
     closes_from: datetime | None = None
 
 
@@ -71,45 +81,47 @@ def _placeholders(sqlite: bool, start: int, count: int) -> list[str]:
     return ["?"] * count if sqlite else [f"${n}" for n in range(start, start + count)]
 
 
-async def instance_pages(pages: Sequence[InstancePage]) -> dict[InstancePage, list[TaskInstance]]:
-    """Each page with one row more than asked (so the caller knows whether another page follows).
-
-    Pages asked with the same size and bound share one windowed statement (a page of tasks asks
-    the same of every task, so that is one statement per request).
-    """
-    groups: dict[tuple[int, int | None, datetime | None], list[InstancePage]] = defaultdict(list)
+async def instance_pages(pages: Sequence[InstancePage]) -> dict[InstancePage, Page[TaskInstance]]:
+    """Pages asked with the same request and bound share one windowed statement (a page of tasks asks
+    the same of every task, so that is one statement per request)."""
+    groups: dict[tuple[PageRequest, datetime | None], list[InstancePage]] = defaultdict(list)
     for page in pages:
-        groups[(page.first, page.before_seq, page.closes_from)].append(page)
-    found: dict[InstancePage, list[TaskInstance]] = {}
-    for (first, before_seq, closes_from), members in groups.items():
-        rows = await _windowed_rows([p.task_id for p in members], first + 1, before_seq, closes_from)
+        groups[(page.request, page.closes_from)].append(page)
+    found: dict[InstancePage, Page[TaskInstance]] = {}
+    for (request, closes_from), members in groups.items():
+        rows = await _windowed_rows([p.task_id for p in members], request, closes_from)
         for page in members:
-            found[page] = rows.get(page.task_id, [])
+            found[page] = Page.of(rows.get(page.task_id, []), request)
     return found
 
 
 async def _windowed_rows(
-    task_ids: list[str], limit: int, before_seq: int | None, closes_from: datetime | None
+    task_ids: list[str], request: PageRequest, closes_from: datetime | None
 ) -> dict[str, list[TaskInstance]]:
+    """Each task's rows of the page, one more than its size, in the order the request reads them."""
     sqlite = is_sqlite()
     columns = ", ".join(f'"{c}"' for c in sorted(TaskInstance._meta.db_fields))
-    values: list[Any] = [*task_ids, limit]
-    ids = _placeholders(sqlite, 1, len(task_ids))
-    (limit_at,) = _placeholders(sqlite, len(task_ids) + 1, 1)
-    bound = ""
-    if before_seq is not None:
-        (before_at,) = _placeholders(sqlite, len(task_ids) + 2, 1)
-        bound = f" AND seq < {before_at}"
-        values.append(before_seq)
+    values: list[Any] = [*task_ids]
+    conditions = [f"task_id IN ({', '.join(_placeholders(sqlite, 1, len(task_ids)))})"]
+
+    def bind(value: Any) -> str:
+        values.append(value)
+        return _placeholders(sqlite, len(values), 1)[0]
+
+    # newest first: rows after a cursor have a smaller seq
+    if request.after is not None:
+        conditions.append(f"seq < {bind(request.after[0])}")
+    if request.before is not None:
+        conditions.append(f"seq > {bind(request.before[0])}")
     if closes_from is not None:
-        (from_at,) = _placeholders(sqlite, len(values) + 1, 1)
-        bound += f" AND closes_at >= {from_at}"
-        values.append(closes_from)
+        conditions.append(f"closes_at >= {bind(closes_from)}")
+    limit_at = bind(request.size + 1)
+    direction = "ASC" if request.backward else "DESC"
     sql = (
         f"SELECT {columns} FROM (SELECT {columns}, ROW_NUMBER() OVER"
-        f" (PARTITION BY task_id ORDER BY seq DESC) AS page_row FROM task_instances"
-        f" WHERE task_id IN ({', '.join(ids)}){bound}) AS paged WHERE page_row <= {limit_at}"
-        f" ORDER BY task_id, seq DESC"
+        f" (PARTITION BY task_id ORDER BY seq {direction}) AS page_row FROM task_instances"
+        f" WHERE {' AND '.join(conditions)}) AS paged WHERE page_row <= {limit_at}"
+        f" ORDER BY task_id, seq {direction}"
     )
     grouped: dict[str, list[TaskInstance]] = defaultdict(list)
     for row in await connection().execute_query_dict(sql, values):

@@ -13,11 +13,14 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from tortoise.queryset import QuerySet
+
 from models import Task, TaskInstance, User, Webhook
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
 from services.ids import parse_id
 from services.name_lookups import NameLookups
+from services.paging import Keyset, SortKey, parse_instant, parse_uuid
 from services.webhook_addresses import RefusedAddress, parse_target, resolve_checked
 from services.webhook_outbox import NewDelivery, queue_deliveries
 
@@ -73,8 +76,16 @@ async def _refuse_past_quota(owner: User, max_per_user: int) -> None:
         raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
 
 
+# a user's webhooks, oldest first
+WEBHOOK_ORDER = Keyset("webhook", (SortKey("created_at", parse_instant), SortKey("id", parse_uuid)))
+
+
+def owned_webhooks_query(owner: User) -> QuerySet[Webhook]:
+    return Webhook.filter(owner_id=owner.id)
+
+
 async def owned_webhooks(owner: User) -> list[Webhook]:
-    return await Webhook.filter(owner_id=owner.id).order_by("created_at", "id")
+    return await owned_webhooks_query(owner).order_by(*WEBHOOK_ORDER.order())
 
 
 async def delete_webhook(owner: User, webhook_id: str) -> None:

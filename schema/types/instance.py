@@ -9,10 +9,11 @@ from models import Task as TaskRow
 from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
-from schema.types.pagination import PageInfo, encode_cursor
+from schema.types.pagination import Connection, PageInfo, page_request
 from schema.types.task import Task, local
 from schema.types.verification import Verification
-from services.task_reads import InstanceCount, InstancePage
+from services.paging import Page, page_of_rows
+from services.task_reads import INSTANCE_ORDER, VERIFICATION_ORDER, InstanceCount, InstancePage
 
 
 @strawberry.type
@@ -72,6 +73,22 @@ class TaskInstance:
         rows = await info.context.loaders.verifications_of_instance.load(str(self.row.id))
         return [Verification(row=r, instance_row=self.row) for r in rows]
 
+    @strawberry.field(description="this instance's proofs, oldest first, as a connection")
+    async def verifications_connection(
+        self,
+        info: Info,
+        first: int | None = 20,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> Connection[Verification]:
+        order = VERIFICATION_ORDER
+        request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
+        # an instance has a few proofs (attempts are capped): read whole, one grouped statement per page
+        rows = await info.context.loaders.verifications_of_instance.load(str(self.row.id))
+        page = page_of_rows(rows, order, request)
+        return Connection.of(page, order, lambda r: Verification(row=r, instance_row=self.row))
+
 
 @strawberry.type
 class TaskInstanceEdge:
@@ -86,25 +103,25 @@ class TaskInstanceConnection:
     task_row: strawberry.Private[TaskRow]
     page: strawberry.Private[InstancePage]
 
-    async def _rows(self, info: Info) -> list[TaskInstanceRow]:
+    async def _page(self, info: Info) -> Page[TaskInstanceRow]:
         return await info.context.loaders.instance_page.load(self.page)
 
     @strawberry.field
     async def edges(self, info: Info) -> list[TaskInstanceEdge]:
-        rows = (await self._rows(info))[: self.page.first]
         return [
-            TaskInstanceEdge(cursor=encode_cursor(r.seq), node=TaskInstance(row=r, task_row=self.task_row))
-            for r in rows
+            TaskInstanceEdge(
+                cursor=INSTANCE_ORDER.cursor(r), node=TaskInstance(row=r, task_row=self.task_row)
+            )
+            for r in (await self._page(info)).rows
         ]
 
     @strawberry.field
     async def page_info(self, info: Info) -> PageInfo:
-        rows = await self._rows(info)
-        page = rows[: self.page.first]
+        page = await self._page(info)
         return PageInfo.of(
-            [encode_cursor(row.seq) for row in page],
-            has_next_page=len(rows) > self.page.first,
-            has_previous_page=self.page.before_seq is not None,
+            [INSTANCE_ORDER.cursor(row) for row in page.rows],
+            has_next_page=page.has_next_page,
+            has_previous_page=page.has_previous_page,
         )
 
     @strawberry.field  # counted only when selected

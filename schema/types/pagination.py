@@ -1,13 +1,21 @@
-"""Relay-style pagination: opaque, stable cursors and the contract's page cap."""
+"""Relay connections: PageInfo, one generic edge and connection, and the arguments that ask for a page.
+
+The paging rule itself (keyset, both directions, opaque cursors) is services/paging.py's.
+"""
 
 from __future__ import annotations
 
-import base64
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
 import strawberry
+from strawberry.types.nodes import convert_arguments
 
-from services.errors import BadInput
-from services.paging import check_page_size
+from schema.context import Info
+from services.paging import Keyset, Page, PageRequest
+
+Node = TypeVar("Node")
+Row = TypeVar("Row")
 
 
 @strawberry.type
@@ -28,19 +36,47 @@ class PageInfo:
         )
 
 
-def check_first(first: int, field: str = "first") -> int:
-    return check_page_size(first, field)
+@strawberry.type
+class Edge(Generic[Node]):
+    cursor: str
+    node: Node
 
 
-def encode_cursor(*parts: object) -> str:
-    return base64.urlsafe_b64encode("|".join(str(p) for p in parts).encode()).decode()
+@strawberry.type
+class Connection(Generic[Node]):
+    edges: list[Edge[Node]]
+    page_info: PageInfo
+
+    @staticmethod
+    def of(page: Page[Row], keyset: Keyset, node: Callable[[Row], Node]) -> Connection[Node]:
+        edges = [Edge(cursor=keyset.cursor(row), node=node(row)) for row in page.rows]
+        return Connection(
+            edges=edges,
+            page_info=PageInfo.of(
+                [edge.cursor for edge in edges],
+                has_next_page=page.has_next_page,
+                has_previous_page=page.has_previous_page,
+            ),
+        )
 
 
-def decode_cursor(cursor: str, parts: int, field: str = "after") -> list[str]:
-    try:
-        values = base64.urlsafe_b64decode(cursor.encode()).decode().split("|")
-    except (ValueError, UnicodeDecodeError):
-        raise BadInput(field, "is not a cursor this API issued") from None
-    if len(values) != parts:
-        raise BadInput(field, "is not a cursor this API issued")
-    return values
+def page_request(
+    info: Info,
+    keyset: Keyset,
+    *,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+    default: int,
+) -> PageRequest:
+    """The page Relay's arguments ask for; a `first` the client left to its default never clashes with
+    `last` (a client paging back sends only `last`/`before`, and the schema still fills `first` in)."""
+    given_first = first if _given(info, "first") else None
+    return PageRequest.of(keyset, first=given_first, after=after, last=last, before=before, default=default)
+
+
+def _given(info: Info, argument: str) -> bool:
+    """Whether the document (or its variables) gave `argument` a value, rather than the schema's default."""
+    raw = info._raw_info
+    return any(convert_arguments(raw, field.arguments).get(argument) is not None for field in raw.field_nodes)

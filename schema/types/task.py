@@ -10,14 +10,14 @@ import strawberry
 from models import Task as TaskRow
 from schema.context import Info
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, TaskState, VerificationMethod
-from schema.types.pagination import PageInfo, check_first, decode_cursor
+from schema.types.pagination import PageInfo, page_request
 from schema.types.pending_change import PendingChange, pending_change_of
 from schema.types.user import User, load_user
-from services.errors import BadInput
+from services.paging import check_page_size
 from services.progress import Scope, ScopeKind
 from services.reminders import offsets_of
 from services.schedules import recurrence_budget, upcoming
-from services.task_reads import InstancePage
+from services.task_reads import INSTANCE_ORDER, InstancePage
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance, TaskInstanceConnection
@@ -147,28 +147,29 @@ class Task:
         row = await info.context.loaders.open_instance.load(str(self.row.id))
         return TaskInstance(row=row, task_row=self.row) if row else None
 
-    @strawberry.field(description="newest first; first <= 100")
+    @strawberry.field(description="newest first; first/last <= 100")
     async def instances(
-        self, info: Info, first: int | None = 20, after: str | None = None
+        self,
+        info: Info,
+        first: int | None = 20,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
     ) -> Annotated[TaskInstanceConnection, strawberry.lazy("schema.types.instance")]:
         from schema.types.instance import TaskInstanceConnection  # instance.py imports this module
 
-        before_seq = None
-        if after is not None:
-            (seq,) = decode_cursor(after, 1)
-            if not (seq.isascii() and seq.isdigit()) or len(seq) > 18:
-                raise BadInput("after", "is not a cursor this API issued")
-            before_seq = int(seq)
+        request = page_request(
+            info, INSTANCE_ORDER, first=first, after=after, last=last, before=before, default=20
+        )
         # a partner reads the history from the partnership's start
         closes_from = (await info.context.access()).history_start(self.row.owner_id)
-        page = InstancePage(
-            str(self.row.id), check_first(20 if first is None else first), before_seq, closes_from
+        return TaskInstanceConnection(
+            task_row=self.row, page=InstancePage(str(self.row.id), request, closes_from)
         )
-        return TaskInstanceConnection(task_row=self.row, page=page)
 
     @strawberry.field(description="the next due times the schedule will produce, in order")
     async def upcoming(self, info: Info, first: int | None = 5) -> list[datetime]:
-        first = check_first(5 if first is None else first)
+        first = check_page_size(5 if first is None else first)
         if self.row.state.value == "ENDED" or self.row.deleted_at is not None:
             return []
         info.context.spend_upcoming(first)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from services.proofs.gps import CheckIn, check_in
 from services.proofs.media import MediaPolicy, MediaUpload, submit_photo, submit_video
-from services.proofs.review import decide_review, request_review, review_queue
+from services.proofs.review import REVIEW_ORDER, decide_review, request_review, review_queue, reviewable
 
 __all__ = [
+    "REVIEW_ORDER",
     "CheckIn",
     "MediaPolicy",
     "MediaUpload",
@@ -14,6 +15,7 @@ __all__ = [
     "decide_review",
     "request_review",
     "review_queue",
+    "reviewable",
     "submit_photo",
     "submit_video",
 ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from tortoise.queryset import QuerySet
+
 from models import (
     EventType,
     InstanceStatus,
@@ -34,6 +36,7 @@ from services.db import write_transaction
 from services.errors import BadInput, Conflict, Forbidden, NotFound
 from services.events import record_event
 from services.ids import parse_id
+from services.paging import Keyset, SortKey, parse_instant, parse_uuid
 from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove
 from services.schedules import DueTimes
@@ -162,17 +165,21 @@ async def decide_review(
     return row
 
 
-async def review_queue(access: Access, first: int) -> list[Verification]:
-    """PENDING_REVIEW proofs of the users whose reviews the viewer may decide now, oldest first."""
-    watched = access.deciding
-    if not watched or first == 0:
-        return []
-    return await (
-        Verification.filter(
-            user_id__in=sorted(watched),
-            status=VerificationStatus.PENDING_REVIEW,
-            instance__status=InstanceStatus.PENDING_REVIEW,  # a deleted task's review was canceled
-        )
-        .order_by("submitted_at", "id")
-        .limit(first)
+# the review queue, oldest first
+REVIEW_ORDER = Keyset("review", (SortKey("submitted_at", parse_instant), SortKey("id", parse_uuid)))
+
+
+def reviewable(access: Access) -> QuerySet[Verification]:
+    """PENDING_REVIEW proofs of the users whose reviews the viewer may decide now."""
+    return Verification.filter(
+        user_id__in=sorted(access.deciding),
+        status=VerificationStatus.PENDING_REVIEW,
+        instance__status=InstanceStatus.PENDING_REVIEW,  # a deleted task's review was canceled
     )
+
+
+async def review_queue(access: Access, first: int) -> list[Verification]:
+    """The first `first` of the viewer's review queue, oldest first."""
+    if not access.deciding or first == 0:
+        return []
+    return await reviewable(access).order_by(*REVIEW_ORDER.order()).limit(first)

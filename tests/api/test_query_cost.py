@@ -72,3 +72,20 @@ async def test_depth_and_aliases_are_capped(api: ApiClient) -> None:
     assert "exceeds maximum operation depth" in await refused(api, token, deep)
     aliases = " ".join(f"a{n}: me {{ id }}" for n in range(31))  # the cap is 30
     assert "aliases" in await refused(api, token, f"{{ {aliases} }}")
+
+
+async def test_last_is_priced_like_first_and_a_default_first_does_not_inflate_it(api: ApiClient) -> None:
+    token, _ = await api.register()
+    backward = f"{{ tasks(last: 100) {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}"
+    assert f"query cost {100 * (1 + 1 + 1 + 29 * 100)} exceeds" in await refused(api, token, backward)
+    # `last: 3` is a page of 3 although `first` keeps its default of 20: 3 x (3 + 29 x 100) fits
+    await api.execute(f"{{ tasks(last: 3) {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}", token=token)
+    by_default = f"{{ tasks {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}"
+    assert "exceeds the budget" in await refused(api, token, by_default)
+
+
+async def test_connections_nested_in_connections_multiply_by_last_too(api: ApiClient) -> None:
+    token, _ = await api.register()
+    document = """{ tasks(last: 100) { edges { node { instances(last: 100) { edges { node {
+      verificationsConnection(last: 100) { edges { node { id } } } } } } } } } }"""
+    assert "exceeds the budget" in await refused(api, token, document)

@@ -94,3 +94,30 @@ def test_no_subtree_is_priced_at_zero() -> None:
     assert cost(f"{{ tasks(first: 0) {{ {under} }} }}") == cost(f"{{ tasks(first: 1) {{ {under} }} }}")
     assert cost(f"{{ tasks(first: -5) {{ {under} }} }}") == cost(f"{{ tasks(first: 1) {{ {under} }} }}")
     assert cost("{ nosuchfield { a b { c } } }") == 4
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "eventsConnection",
+        "reviewQueueConnection",
+        "partnershipsConnection",
+        "sessionsConnection",
+        "webhooksConnection",
+    ],
+)
+def test_every_connection_is_priced_by_first_or_last(field: str) -> None:
+    page = "{ edges { cursor node { id } } pageInfo { hasNextPage } }"
+    # edges (1 + cursor + node + id) and pageInfo (2), all times the page size
+    assert cost(f"{{ {field}(first: 7) {page} }}") == 7 * (1 + 4 + 2)
+    assert cost(f"{{ {field}(last: 7) {page} }}") == 7 * (1 + 4 + 2)
+    assert cost(f"query($n: Int) {{ {field}(last: $n) {page} }}", {"n": 9}) == 9 * (1 + 4 + 2)
+    assert cost(f"{{ {field}(last: 100000) {page} }}") == 100 * (1 + 4 + 2)
+
+
+def test_a_size_the_document_gives_wins_over_a_default() -> None:
+    page = "{ edges { node { id } } }"
+    assert cost(f"{{ tasks(last: 3) {page} }}") == 3 * 4  # not first's default of 20
+    assert cost(f"query($n: Int) {{ tasks(last: $n) {page} }}") == 20 * 4  # no value: the default stands
+    assert cost(f"{{ tasks(first: 5, last: 9) {page} }}") == 9 * 4  # refused by the field; priced high
+    assert cost(f'{{ task(id: "1") {{ instances(last: 4) {page} }} }}') == 1 + 4 * 4
