@@ -3,7 +3,7 @@ from tortoise.migrations import operations as ops
 
 
 class Migration(migrations.Migration):
-    dependencies = [("models", "0011_verification_retry_after")]
+    dependencies = [("models", "0012_webhook_deliveries")]
 
     initial = False
 
