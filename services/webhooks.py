@@ -21,6 +21,7 @@ from observability.metrics import count_webhook_delivery
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
 from services.ids import parse_id
+from services.instants import format_instant
 from services.messaging import Outgoing, send, send_after_commit
 from services.name_lookups import NameLookups
 from services.webhook_addresses import RefusedAddress, checked_address, parse_target, post, resolve_checked
@@ -105,10 +106,6 @@ async def delete_webhook(owner: User, webhook_id: str) -> None:
         raise NotFound("no such webhook")
 
 
-def _iso(at: datetime) -> str:
-    return at.astimezone(UTC).isoformat()
-
-
 @dataclass(frozen=True)
 class FiredReminder:
     """A reminder that fired, as its webhook payload tells it."""
@@ -160,13 +157,13 @@ def _reminder_body(reminder: FiredReminder, now: datetime) -> str:
     payload = {
         "type": "DUE_SOON",
         "deliveryId": reminder.reminder_id,
-        "occurredAt": _iso(now),
+        "occurredAt": format_instant(now),
         "task": {"id": reminder.task_id, "title": reminder.title},
         "instance": {
             "id": reminder.instance_id,
-            "opensAt": _iso(reminder.opens_at),
-            "dueAt": _iso(reminder.due_at),
-            "closesAt": _iso(reminder.closes_at),
+            "opensAt": format_instant(reminder.opens_at),
+            "dueAt": format_instant(reminder.due_at),
+            "closesAt": format_instant(reminder.closes_at),
         },
     }
     return json.dumps(payload, separators=(",", ":"))
