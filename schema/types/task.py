@@ -33,7 +33,9 @@ class GeoPoint:
 class Schedule:
     starts_at: datetime
     rrule: str | None
-    timezone: str
+    timezone: str = strawberry.field(
+        description="IANA zone of the schedule's wall clock; every DateTime is UTC: show them in this zone"
+    )
     window_seconds: int
     grace_seconds: int
 
