@@ -1,4 +1,4 @@
-"""Scalars of the contract. DateTime values always carry an offset.
+"""Scalars of the contract. DateTime inputs take any offset; outputs are UTC with a `Z`: services/instants.py.
 
 Types annotate plain `datetime`; the schema maps it to this definition with `scalar_overrides`.
 """
@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 
 import strawberry
 from strawberry.types.scalar import ScalarDefinition
+
+from services.instants import format_instant
 
 
 class InvalidDateTime(ValueError):
@@ -30,15 +32,11 @@ def parse_datetime(value: object) -> datetime:
     return parsed
 
 
-def serialize_datetime(value: datetime) -> str:
-    return value.isoformat()
-
-
 # Naive values parse here and are refused by resolvers, which know the field's path for the message.
 DATETIME: ScalarDefinition = strawberry.scalar(
     name="DateTime",
-    description="ISO 8601 with an offset; an input without one is BAD_USER_INPUT",
-    serialize=serialize_datetime,
+    description="ISO 8601; returned in UTC with a Z, taken with any offset (none: BAD_USER_INPUT)",
+    serialize=format_instant,
     parse_value=parse_datetime,
 )
 

@@ -11,7 +11,7 @@ import logging
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from tortoise.queryset import QuerySet
 
@@ -19,6 +19,7 @@ from models import Task, TaskInstance, User, Webhook
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
 from services.ids import parse_id
+from services.instants import format_instant
 from services.name_lookups import NameLookups
 from services.paging import Keyset, SortKey, parse_instant, parse_uuid
 from services.webhook_addresses import RefusedAddress, parse_target, resolve_checked
@@ -94,10 +95,6 @@ async def delete_webhook(owner: User, webhook_id: str) -> None:
         raise NotFound("no such webhook")
 
 
-def _iso(at: datetime) -> str:
-    return at.astimezone(UTC).isoformat()
-
-
 @dataclass(frozen=True)
 class FiredReminder:
     """A reminder that fired, as its webhook payload tells it."""
@@ -149,13 +146,13 @@ def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> 
     payload = {
         "type": "DUE_SOON",
         "deliveryId": delivery_id,
-        "occurredAt": _iso(now),
+        "occurredAt": format_instant(now),
         "task": {"id": reminder.task_id, "title": reminder.title},
         "instance": {
             "id": reminder.instance_id,
-            "opensAt": _iso(reminder.opens_at),
-            "dueAt": _iso(reminder.due_at),
-            "closesAt": _iso(reminder.closes_at),
+            "opensAt": format_instant(reminder.opens_at),
+            "dueAt": format_instant(reminder.due_at),
+            "closesAt": format_instant(reminder.closes_at),
         },
     }
     return json.dumps(payload, separators=(",", ":"))

@@ -10,7 +10,7 @@ from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
 from schema.types.pagination import Connection, PageInfo, page_request
-from schema.types.task import Task, local
+from schema.types.task import Task
 from schema.types.verification import Verification
 from services.paging import Page, page_of_rows
 from services.task_reads import INSTANCE_ORDER, VERIFICATION_ORDER, InstanceCount, InstancePage
@@ -37,16 +37,16 @@ class TaskInstance:
         return Task(row=await self._task_row(info))
 
     @strawberry.field
-    async def opens_at(self, info: Info) -> datetime:
-        return local(await self._task_row(info), self.row.opens_at)
+    def opens_at(self) -> datetime:
+        return self.row.opens_at
 
     @strawberry.field
-    async def due_at(self, info: Info) -> datetime:
-        return local(await self._task_row(info), self.row.due_at)
+    def due_at(self) -> datetime:
+        return self.row.due_at
 
     @strawberry.field(description="dueAt + grace: the last moment a proof counts")
-    async def closes_at(self, info: Info) -> datetime:
-        return local(await self._task_row(info), self.row.closes_at)
+    def closes_at(self) -> datetime:
+        return self.row.closes_at
 
     @strawberry.field(description="PENDING and now within [opensAt, closesAt]")
     async def is_open(self, info: Info) -> bool:
@@ -56,9 +56,8 @@ class TaskInstance:
         return self.row.opens_at <= now <= self.row.closes_at
 
     @strawberry.field(description="PENDING_REVIEW: when onTimeout applies")
-    async def review_deadline(self, info: Info) -> datetime | None:
-        deadline = self.row.review_deadline
-        return local(await self._task_row(info), deadline) if deadline else None
+    def review_deadline(self) -> datetime | None:
+        return self.row.review_deadline
 
     @strawberry.field
     def status(self) -> InstanceStatus:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import strawberry
 
@@ -55,9 +54,8 @@ def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
     pending: dict[str, Any] | None = row.pending_change
     if not pending or row.pending_effective_at is None:
         return None
-    zone = ZoneInfo(row.timezone)
     return PendingChange(
-        effective_at=row.pending_effective_at.astimezone(zone),
+        effective_at=row.pending_effective_at,
         pause=bool(pending.get("pause")),
         delete=bool(pending.get("delete")),
         schedule=_schedule(pending),
@@ -76,13 +74,11 @@ def _schedule(pending: dict[str, Any]) -> PendingSchedule | None:
     keys = ("starts_at", "window_seconds", "grace_seconds")
     if not any(key in pending for key in keys):
         return None
-    zone = pending.get("timezone")
-    starts_at = datetime.fromisoformat(pending["starts_at"]) if "starts_at" in pending else None
     return PendingSchedule(
-        starts_at=starts_at.astimezone(ZoneInfo(zone)) if starts_at and zone else starts_at,
+        starts_at=datetime.fromisoformat(pending["starts_at"]) if "starts_at" in pending else None,
         rrule_changed="rrule" in pending,
         rrule=pending.get("rrule"),
-        timezone=zone,
+        timezone=pending.get("timezone"),
         window_seconds=pending.get("window_seconds"),
         grace_seconds=pending.get("grace_seconds"),
     )

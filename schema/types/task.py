@@ -3,7 +3,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
-from zoneinfo import ZoneInfo
 
 import strawberry
 
@@ -24,11 +23,6 @@ if TYPE_CHECKING:
     from schema.types.progress import Progress
 
 
-def local(task: TaskRow, at: datetime) -> datetime:
-    """Times are shown in the task's own zone, so a 07:30 task reads 07:30."""
-    return at.astimezone(ZoneInfo(task.timezone))
-
-
 @strawberry.type
 class GeoPoint:
     latitude: float
@@ -39,7 +33,9 @@ class GeoPoint:
 class Schedule:
     starts_at: datetime
     rrule: str | None
-    timezone: str
+    timezone: str = strawberry.field(
+        description="IANA zone of the schedule's wall clock; every DateTime is UTC: show them in this zone"
+    )
     window_seconds: int
     grace_seconds: int
 
@@ -96,7 +92,7 @@ class Task:
     def schedule(self) -> Schedule:
         row = self.row
         return Schedule(
-            starts_at=local(row, row.starts_at),
+            starts_at=row.starts_at,
             rrule=row.rrule,
             timezone=row.timezone,
             window_seconds=row.window_seconds,
@@ -174,9 +170,7 @@ class Task:
             return []
         info.context.spend_upcoming(first)
         budget = recurrence_budget(info.context.settings)
-        return [
-            local(self.row, due) for due in await upcoming(self.row, await info.context.now(), first, budget)
-        ]
+        return await upcoming(self.row, await info.context.now(), first, budget)
 
     @strawberry.field(description="consecutive VERIFIED instances, counted back from the latest settled one")
     async def streak(self, info: Info) -> int:

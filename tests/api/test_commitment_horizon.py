@@ -125,12 +125,13 @@ async def proof_just_after_effective_at_meets_new_rules(api: ApiClient, token: s
         "radiusMeters": 2000,
         "maxAccuracyMeters": None,
     }
+    effective_at = datetime.fromisoformat(pending["effectiveAt"])  # parsed: "…:03Z" sorts after "…:03.5Z"
     early = await check_in(api, token, instance_id, NEAR)
-    if early["submittedAt"] < pending["effectiveAt"]:  # a machine this slow proves nothing here
+    if datetime.fromisoformat(early["submittedAt"]) < effective_at:  # a machine this slow proves nothing here
         assert (early["status"], early["reason"]) == ("REJECTED", "OUTSIDE_GEOFENCE")
     await sleep_until(pending["effectiveAt"])
     proof = await check_in(api, token, instance_id, NEAR)
-    assert proof["submittedAt"] >= pending["effectiveAt"]
+    assert datetime.fromisoformat(proof["submittedAt"]) >= effective_at
     assert (proof["status"], proof["reason"]) == ("ACCEPTED", None)
     task = await task_of(api, token, task_id)
     assert task is not None
@@ -239,7 +240,9 @@ async def test_a_second_easier_edit_merges_and_cancel_drops_it(api: ApiClient) -
     assert (pending["schedule"]["windowSeconds"], pending["schedule"]["graceSeconds"]) == (7200, 120)
     assert pending["videoMinDurationSeconds"] == 1
     # the merged change waits a full horizon from the latest easier edit
-    assert pending["effectiveAt"] >= first["pendingChange"]["effectiveAt"]
+    assert datetime.fromisoformat(pending["effectiveAt"]) >= datetime.fromisoformat(
+        first["pendingChange"]["effectiveAt"]
+    )
 
     canceled = (await api.execute(CANCEL, {"id": task_id}, token=token))["cancelPendingChange"]
     assert canceled["pendingChange"] is None

@@ -7,6 +7,7 @@ import asyncio
 import json
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
 
 import asyncpg
 import pytest
@@ -126,7 +127,9 @@ async def test_reminders_fire_once_each_into_the_owners_feed_only(
     assert max(counts) == 2 and counts.count(2) >= 2  # never a double, though two workers race for each
     for event in history:
         if event["type"] == "DUE_SOON":  # never before its time: the opening, at the earliest
-            assert event["occurredAt"] >= event["instance"]["opensAt"]
+            # parsed, not as text: a whole second is written without a fraction
+            occurred_at = datetime.fromisoformat(event["occurredAt"])
+            assert occurred_at >= datetime.fromisoformat(event["instance"]["opensAt"])
     partner_history = await events_of(api, partner_token, task["id"])
     assert partner_history and not [e for e in partner_history if e["type"] == "DUE_SOON"]
     shown = "query($id: ID!) { task(id: $id) { reminders { before offsetSeconds } } }"

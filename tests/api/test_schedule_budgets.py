@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -151,5 +150,5 @@ async def test_api_due_times_match_the_rfc_brute_force(
     got = [datetime.fromisoformat(at) for at in task["upcoming"]]
     assert got == expected
     assert datetime.fromisoformat(task["currentInstance"]["dueAt"]) == expected[0]
-    assert all(at.utcoffset() == at.astimezone(ZoneInfo(zone)).utcoffset() for at in got)
+    assert all(at.endswith("Z") for at in task["upcoming"])  # UTC; the zone is the task's timezone
     assert expected[0] - start < timedelta(days=400)

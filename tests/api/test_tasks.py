@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -36,6 +37,12 @@ def task_input(**overrides: Any) -> dict[str, Any]:
     return base
 
 
+def wall_clock(instant: str, zone: str) -> str:
+    """An API instant (UTC, Z) read in a task's zone, as its owner's clock shows it."""
+    assert instant.endswith("Z")
+    return datetime.fromisoformat(instant).astimezone(ZoneInfo(zone)).strftime("%Y-%m-%d %H:%M")
+
+
 async def create(api: ApiClient, token: str, **overrides: Any) -> dict[str, Any]:
     task: dict[str, Any] = (await api.execute(CREATE, {"input": task_input(**overrides)}, token=token))[
         "createTask"
@@ -53,9 +60,13 @@ async def test_a_schedule_without_a_zone_takes_the_owners(api: ApiClient) -> Non
 
     assert left_out["schedule"]["timezone"] == null["schedule"]["timezone"] == "Europe/Berlin"
     # the night of 28 March the clocks go forward: a Berlin 07:00 is 05:00Z, a UTC one stays 06:00Z
-    assert left_out["upcoming"][:2] == ["2027-03-27T07:00:00+01:00", "2027-03-28T07:00:00+02:00"]
+    assert left_out["upcoming"][:2] == ["2027-03-27T06:00:00Z", "2027-03-28T05:00:00Z"]
+    assert [wall_clock(at, "Europe/Berlin") for at in left_out["upcoming"][:2]] == [
+        "2027-03-27 07:00",
+        "2027-03-28 07:00",
+    ]
     assert given["schedule"]["timezone"] == "UTC"
-    assert given["upcoming"][1] == "2027-03-28T06:00:00+00:00"
+    assert given["upcoming"][1] == "2027-03-28T06:00:00Z"
 
 
 async def test_daily_berlin_task_keeps_local_time_across_dst(api: ApiClient) -> None:
@@ -72,15 +83,19 @@ async def test_daily_berlin_task_keeps_local_time_across_dst(api: ApiClient) -> 
         },
     )
     assert task["state"] == "ACTIVE"
-    assert task["upcoming"][:3] == [
-        "2027-10-30T07:30:00+02:00",
-        "2027-10-31T07:30:00+01:00",
-        "2027-11-01T07:30:00+01:00",
+    assert task["schedule"]["startsAt"] == "2027-10-30T05:30:00Z"
+    assert task["upcoming"][:3] == ["2027-10-30T05:30:00Z", "2027-10-31T06:30:00Z", "2027-11-01T06:30:00Z"]
+    zone = task["schedule"]["timezone"]
+    assert [wall_clock(at, zone) for at in task["upcoming"][:3]] == [
+        "2027-10-30 07:30",
+        "2027-10-31 07:30",
+        "2027-11-01 07:30",
     ]
     current = task["currentInstance"]
     assert current["status"] == "PENDING"
-    assert current["dueAt"] == "2027-10-30T07:30:00+02:00"
-    assert current["opensAt"] == "2027-10-30T06:30:00+02:00"  # default window: one hour
+    assert current["dueAt"] == "2027-10-30T05:30:00Z"
+    assert current["opensAt"] == "2027-10-30T04:30:00Z"  # default window: one hour
+    assert wall_clock(current["dueAt"], zone) == "2027-10-30 07:30"
     assert current["isOpen"] is False
 
 
@@ -195,11 +210,11 @@ async def test_an_interval_under_the_minimum_is_refused(service_env: dict[str, s
 async def test_one_off_task_and_count_exhaustion(api: ApiClient) -> None:
     token, _ = await api.register()
     one_off = await create(api, token, schedule={"startsAt": "2030-05-01T09:00:00+00:00"})
-    assert one_off["upcoming"] == ["2030-05-01T09:00:00+00:00"]
+    assert one_off["upcoming"] == ["2030-05-01T09:00:00Z"]
     counted = await create(
         api, token, schedule={"startsAt": "2030-05-01T09:00:00+00:00", "rrule": "FREQ=WEEKLY;COUNT=2"}
     )
-    assert counted["upcoming"] == ["2030-05-01T09:00:00+00:00", "2030-05-08T09:00:00+00:00"]
+    assert counted["upcoming"] == ["2030-05-01T09:00:00Z", "2030-05-08T09:00:00Z"]
     past = await create(api, token, schedule={"startsAt": "2020-05-01T09:00:00+00:00"})
     assert past["state"] == "ENDED"
     assert past["currentInstance"] is None
