@@ -39,7 +39,7 @@ EVENTS = f"query($task: ID) {{ events(taskId: $task, first: 100) {{ {EVENT} }} }
 SUBSCRIBE = f"subscription {{ verificationEvents {{ {EVENT} }} }}"
 ACCOUNT = """query {
   me { __typename commitmentHorizon { __typename loweringAt } }
-  sessions { __typename createdAt expiresAt }
+  sessions { __typename createdAt expiresAt lastUsedAt }
   partnerships { __typename createdAt }
   webhooks { __typename createdAt }
 }"""
