@@ -12,6 +12,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -97,6 +98,10 @@ async def _refuse_past_quota(owner: User, max_per_user: int) -> None:
 
 async def owned_webhooks(owner: User) -> list[Webhook]:
     return await Webhook.filter(owner_id=owner.id).order_by("created_at", "id")
+
+
+async def owned_webhooks_among(owner: User, ids: Collection[str]) -> list[Webhook]:
+    return await Webhook.filter(owner_id=owner.id, id__in=list(ids))
 
 
 async def delete_webhook(owner: User, webhook_id: str) -> None:
