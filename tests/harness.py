@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def row_key(global_id: str) -> str:
+    """The row key inside a global id the API handed out (base64url of "<Type>:<key>"), for SQL."""
+    import base64
+
+    return base64.urlsafe_b64decode(global_id + "=" * (-len(global_id) % 4)).decode().partition(":")[2]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
