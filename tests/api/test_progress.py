@@ -17,7 +17,15 @@ import asyncpg
 import pytest
 
 from tests.api.test_read_statements import counted
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port, partner_pair
+from tests.harness import (
+    ApiClient,
+    GraphQLFailure,
+    ServerProcess,
+    create_open_task,
+    free_port,
+    partner_pair,
+    row_key,
+)
 
 # (days ago, status) of task A, oldest first; each is due that many days and one hour before now
 HISTORY_A = [
@@ -70,7 +78,7 @@ async def write_history(
             "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
             " status, settled_at, created_at, link_no) VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0)",
             [
-                (uuid.UUID(row.id), uuid.UUID(task_id), n - len(rows), row.due, row.status)
+                (uuid.UUID(row.id), uuid.UUID(row_key(task_id)), n - len(rows), row.due, row.status)
                 for n, row in enumerate(rows)
             ],
         )
@@ -84,7 +92,7 @@ async def start_partnerships_at(database_url: str, owner_id: str, at: datetime) 
     conn = await asyncpg.connect(database_url)
     try:
         await conn.execute(
-            "UPDATE partnerships SET responded_at = $1 WHERE user_id = $2", at, uuid.UUID(owner_id)
+            "UPDATE partnerships SET responded_at = $1 WHERE user_id = $2", at, uuid.UUID(row_key(owner_id))
         )
     finally:
         await conn.close()
