@@ -21,7 +21,7 @@ from models import Task, TaskInstance, User, Webhook
 from observability.metrics import count_webhook_delivery
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
-from services.ids import parse_id
+from services.ids import global_id, parse_id
 from services.messaging import Outgoing, send, send_after_commit
 from services.name_lookups import NameLookups
 from services.webhook_addresses import RefusedAddress, checked_address, parse_target, post, resolve_checked
@@ -166,9 +166,10 @@ def _reminder_body(reminder: FiredReminder, now: datetime) -> str:
         "type": "DUE_SOON",
         "deliveryId": reminder.reminder_id,
         "occurredAt": _iso(now),
-        "task": {"id": reminder.task_id, "title": reminder.title},
+        # the ids the API shows, so a receiver can match them with what it read there
+        "task": {"id": global_id("Task", reminder.task_id), "title": reminder.title},
         "instance": {
-            "id": reminder.instance_id,
+            "id": global_id("TaskInstance", reminder.instance_id),
             "opensAt": _iso(reminder.opens_at),
             "dueAt": _iso(reminder.due_at),
             "closesAt": _iso(reminder.closes_at),
