@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from services.ids import global_id
 from tests.api.test_read_statements import counted
 from tests.harness import (
     ApiClient,
@@ -118,7 +119,7 @@ def expected_calendar(rows: list[Written], first: date, last: date) -> list[dict
                 "rejected": count("REJECTED"),
                 "canceled": count("CANCELED"),
                 "open": count("PENDING", "PENDING_REVIEW"),
-                "instances": [{"id": e.id, "status": e.status} for e in entries],
+                "instances": [{"id": global_id("TaskInstance", e.id), "status": e.status} for e in entries],
             }
         )
     return days
@@ -129,7 +130,7 @@ async def open_written(api: ApiClient, token: str, task_id: str, instance_id: st
         "query($id: ID!) { instance(id: $id) { dueAt status } }", {"id": instance_id}, token=token
     )
     due = datetime.fromisoformat(data["instance"]["dueAt"]).astimezone(UTC)
-    return Written(instance_id, due, data["instance"]["status"])
+    return Written(row_key(instance_id), due, data["instance"]["status"])
 
 
 async def test_owner_and_partner_read_the_figures_of_a_known_history(
