@@ -48,15 +48,16 @@ def event_position(id: str, secret: str = TEST_SECRET_KEY) -> int:
     return position
 
 
-def row_key(global_id: str) -> str:
+def row_key(global_id: object) -> str:
     """The row key inside a global id the API handed out (base64url of "<Type>:<key>"), for SQL; a bare
     key stays as it is."""
     import base64
 
+    text = str(global_id)
     try:
-        return str(uuid.UUID(global_id))
+        return str(uuid.UUID(text))
     except ValueError:
-        return base64.urlsafe_b64decode(global_id + "=" * (-len(global_id) % 4)).decode().partition(":")[2]
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode().partition(":")[2]
 
 
 def free_port() -> int:
