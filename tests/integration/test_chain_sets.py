@@ -76,7 +76,7 @@ async def test_a_batch_settles_around_a_row_whose_task_another_transaction_holds
         lock = holder.transaction()
         await lock.start()
         await holder.execute(
-            "SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE", held["id"]
+            "SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE", row_key(held["id"])
         )  # an edit in progress
         await send(batched_link_messages(links))
 
