@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -224,6 +225,13 @@ async def live_sessions_query(user: User) -> QuerySet[AuthToken]:
 
 async def live_sessions(user: User) -> list[AuthToken]:
     return await (await live_sessions_query(user)).order_by(*SESSION_ORDER.order())
+
+
+async def live_sessions_among(user: User, ids: Collection[str]) -> list[AuthToken]:
+    """Of the sessions `ids`, the user's that still work (what `live_sessions` lists)."""
+    return await AuthToken.filter(
+        user_id=user.id, revoked_at=None, expires_at__gt=await db_now(), id__in=list(ids)
+    )
 
 
 async def revoke_session(user: User, token_id: str) -> None:

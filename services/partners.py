@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 
 from tortoise.expressions import Q
@@ -145,6 +146,11 @@ def _is_party(viewer: User, row: Partnership) -> bool:
     return row.status is PartnershipStatus.INVITED and row.invited_email == viewer.email.lower()
 
 
+def _readable_by(viewer: User) -> Q:
+    """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email."""
+    return Q(user_id=viewer.id) | Q(partner_id=viewer.id) | Q(invited_email=viewer.email.lower())
+
+
 # a viewer's partnerships, newest first
 PARTNERSHIP_ORDER = Keyset(
     "partnership", (SortKey("created_at", parse_instant, True), SortKey("id", parse_uuid, True))
@@ -167,9 +173,7 @@ def partnerships_query(
 ) -> QuerySet[Partnership]:
     """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email;
     only those of `status` when given, else without REMOVED ones unless `include_removed`."""
-    query = Partnership.filter(
-        Q(user_id=viewer.id) | Q(partner_id=viewer.id) | Q(invited_email=viewer.email.lower())
-    )
+    query = Partnership.filter(_readable_by(viewer))
     now = datetime.now(UTC)  # the clock status_at is read with (schema/types/partnership.py)
     if status is not None:
         return query.filter(with_status(status, now))
@@ -180,3 +184,20 @@ def partnerships_query(
 
 async def partnerships_of(viewer: User) -> list[Partnership]:
     return await partnerships_query(viewer).order_by(*PARTNERSHIP_ORDER.order())
+
+
+async def readable_partnerships(viewer: User, ids: Collection[str]) -> list[Partnership]:
+    """Of the partnerships `ids`, those `partnerships_of` lists."""
+    return await Partnership.filter(_readable_by(viewer), id__in=list(ids))
+
+
+async def counterpart_ids(viewer: User, user_ids: Collection[str]) -> set[str]:
+    """Of `user_ids`, the users the viewer's partnerships show (Partnership.user, and .partner once the
+    invite is answered): the people on the other side of them."""
+    rows = await Partnership.filter(
+        _readable_by(viewer), Q(user_id__in=list(user_ids)) | Q(partner_id__in=list(user_ids))
+    ).values_list("user_id", "partner_id", "status")
+    shown = {str(u) for u, _, _ in rows} | {
+        str(p) for _, p, status in rows if p is not None and status != PartnershipStatus.INVITED
+    }
+    return shown & set(user_ids)

@@ -18,7 +18,7 @@ from models import Task, TaskInstance
 from observability.outages import report_failure
 from services.chain import ChainTiming, lock_task
 from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
-from services.ids import is_uuid
+from services.ids import decode_id
 from services.messaging import Outgoing, send
 from services.pending_changes import SCHEDULE_KEYS, apply_pending_change, eventual_schedule, is_due
 from services.schedules import prefetch_due_times
@@ -127,9 +127,10 @@ async def apply_change_of(task_id: str, timing: ChainTiming) -> int:
 async def apply_due_change_before_proof(instance_id: str, arrival: datetime) -> None:
     """Before a proof is read and judged (outside any lock): its task's change that was due when the
     proof arrived applies first, so the proof meets the new rules. One read when none waits."""
-    if not is_uuid(instance_id):
+    key = decode_id(instance_id, "TaskInstance")
+    if key is None:
         return
-    task_ids = await TaskInstance.filter(id=instance_id, task__pending_effective_at__lte=arrival).values_list(
+    task_ids = await TaskInstance.filter(id=key, task__pending_effective_at__lte=arrival).values_list(
         "task_id", flat=True
     )
     if task_ids:

@@ -10,6 +10,7 @@ import json
 import logging
 import secrets
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,7 +19,7 @@ from tortoise.queryset import QuerySet
 from models import Task, TaskInstance, User, Webhook
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
-from services.ids import parse_id
+from services.ids import global_id, parse_id
 from services.instants import format_instant
 from services.name_lookups import NameLookups
 from services.paging import Keyset, SortKey, parse_instant, parse_uuid
@@ -89,6 +90,10 @@ async def owned_webhooks(owner: User) -> list[Webhook]:
     return await owned_webhooks_query(owner).order_by(*WEBHOOK_ORDER.order())
 
 
+async def owned_webhooks_among(owner: User, ids: Collection[str]) -> list[Webhook]:
+    return await Webhook.filter(owner_id=owner.id, id__in=list(ids))
+
+
 async def delete_webhook(owner: User, webhook_id: str) -> None:
     deleted = await Webhook.filter(id=parse_id(webhook_id, "webhook"), owner_id=owner.id).delete()
     if not deleted:
@@ -147,9 +152,10 @@ def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> 
         "type": "DUE_SOON",
         "deliveryId": delivery_id,
         "occurredAt": format_instant(now),
-        "task": {"id": reminder.task_id, "title": reminder.title},
+        # the ids the API shows, so a receiver can match them with what it read there
+        "task": {"id": global_id("Task", reminder.task_id), "title": reminder.title},
         "instance": {
-            "id": reminder.instance_id,
+            "id": global_id("TaskInstance", reminder.instance_id),
             "opensAt": format_instant(reminder.opens_at),
             "dueAt": format_instant(reminder.due_at),
             "closesAt": format_instant(reminder.closes_at),

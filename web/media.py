@@ -17,7 +17,7 @@ from models import Verification
 from services.access import access_for
 from services.accounts import authenticate, bearer_token, token_is_live
 from services.errors import Unauthenticated
-from services.ids import is_uuid
+from services.ids import decode_id, is_uuid
 from services.media_links import link_is_valid
 from settings import Settings
 from storage.blobs import BlobStore
@@ -78,9 +78,10 @@ def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response
     store = BlobStore(settings.media_dir)
 
     async def serve_media(request: Request) -> Response:
-        verification_id = str(request.path_params["verification_id"])
+        # the API's id of the proof, or its bare key (what signed links carry)
+        verification_id = decode_id(request.path_params["verification_id"], "Verification")
         kind = request.query_params.get("kind", "media")
-        if kind not in KINDS or not is_uuid(verification_id):
+        if kind not in KINDS or verification_id is None:
             return _not_found()
         viewer_id = await _viewer_id(request, settings, verification_id, kind)
         row = (

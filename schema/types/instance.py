@@ -9,15 +9,17 @@ from models import Task as TaskRow
 from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
+from schema.types.node import Node
 from schema.types.pagination import Connection, PageInfo, page_request
 from schema.types.task import Task
 from schema.types.verification import Verification
+from services.ids import global_id
 from services.paging import Page, page_of_rows
 from services.task_reads import INSTANCE_ORDER, VERIFICATION_ORDER, InstanceCount, InstancePage
 
 
 @strawberry.type
-class TaskInstance:
+class TaskInstance(Node):
     row: strawberry.Private[TaskInstanceRow]
     task_row: strawberry.Private[TaskRow | None] = None
 
@@ -30,7 +32,7 @@ class TaskInstance:
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("TaskInstance", self.row.id))
 
     @strawberry.field
     async def task(self, info: Info) -> Task:

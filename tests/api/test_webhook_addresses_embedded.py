@@ -15,7 +15,7 @@ import pytest
 from tests.api.reminder_support import REGISTER_WEBHOOK
 from tests.api.test_webhook_addresses import INTERNAL_ADDRESSES, refusal
 from tests.dev_support import dev_running
-from tests.harness import ApiClient, GraphQLFailure
+from tests.harness import ApiClient, GraphQLFailure, row_key
 
 ALLOWANCE_LINE = "webhooks may also use http:// receivers on localhost, 127.0.0.1 and [::1]"
 
@@ -30,7 +30,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
 def webhook_rows(data_dir: Path, owner_id: str) -> int:
     with sqlite3.connect(f"file:{data_dir / 'proofloop.sqlite3'}?mode=ro", uri=True, timeout=5) as db:
         (count,) = db.execute(
-            "SELECT COUNT(*) FROM webhooks WHERE replace(owner_id, '-', '') = ?", (owner_id.replace("-", ""),)
+            "SELECT COUNT(*) FROM webhooks WHERE replace(owner_id, '-', '') = ?",
+            (row_key(owner_id).replace("-", ""),),
         ).fetchone()
     return int(count)
 
