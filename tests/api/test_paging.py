@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from services.ids import global_id
 from tests.api.test_events_query import task_with_history
 from tests.api.test_read_statements import add_history, counted, review_requests
 from tests.harness import (
@@ -27,6 +28,7 @@ from tests.harness import (
     create_open_task,
     free_port,
     partner_pair,
+    row_key,
 )
 from tests.mailbox import Mailbox
 
@@ -163,9 +165,9 @@ async def test_instances_page_both_ways_and_a_partner_sees_only_history_since_th
     task_id, open_id = await create_open_task(api, owner_token, "PHOTO")
     await add_history(database_url, task_id)  # 8 settled instances from a month ago
     rows = await db.fetch(
-        "SELECT id FROM task_instances WHERE task_id = $1 ORDER BY seq DESC", uuid.UUID(task_id)
+        "SELECT id FROM task_instances WHERE task_id = $1 ORDER BY seq DESC", uuid.UUID(row_key(task_id))
     )
-    newest_first = [str(row["id"]) for row in rows]
+    newest_first = [global_id("TaskInstance", str(row["id"])) for row in rows]
     assert len(newest_first) == 9 and newest_first[0] == open_id
     await pages_both_ways(nested(api, owner_token, "task", task_id, "instances"), newest_first)
     assert await walk_backward(nested(api, partner_token, "task", task_id, "instances")) == [open_id]
@@ -218,15 +220,15 @@ async def test_partnerships_page_both_ways_and_hide_removed_ones_unless_asked(
         "INSERT INTO partnerships (id, user_id, invited_email, status, created_at)"
         " VALUES ($1, $2, 'gone@example.com', 'REMOVED', now())",
         removed,
-        uuid.UUID(user["id"]),
+        uuid.UUID(row_key(user["id"])),
     )
     listed = [p["id"] for p in (await api.execute("{ partnerships { id } }", token=token))["partnerships"]]
-    assert len(listed) == 8 and listed[0] == str(removed)  # the old list keeps every partnership
+    assert len(listed) == 8 and listed[0] == global_id("Partnership", str(removed))  # the old list keeps all
     await pages_both_ways(root(api, token, "partnershipsConnection"), listed[1:])
     everything = root(api, token, "partnershipsConnection", ", includeRemoved: true")
     assert await walk_backward(everything) == listed
     only_removed = root(api, token, "partnershipsConnection", ", status: REMOVED")
-    assert await walk_forward(only_removed) == [str(removed)]
+    assert await walk_forward(only_removed) == [global_id("Partnership", str(removed))]
     invited = root(api, token, "partnershipsConnection", ", status: INVITED")
     assert await walk_forward(invited) == listed[1:]
 
@@ -255,7 +257,7 @@ async def test_webhooks_page_both_ways_and_only_your_own(
         await db.execute(
             "INSERT INTO webhooks (id, owner_id, url, secret, created_at) VALUES ($1, $2, $3, 'x' , $4)",
             uuid.uuid4(),
-            uuid.UUID(user["id"]),
+            uuid.UUID(row_key(user["id"])),
             f"https://hooks.example.com/{n}",
             start + timedelta(minutes=n),
         )
