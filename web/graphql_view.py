@@ -31,7 +31,7 @@ from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.file_uploads.utils import replace_placeholders_with_files
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.http.base import BaseRequestProtocol
-from strawberry.http.streaming import HTTPStreamTransport, MultipartSubscriptionTransport, SSETransport
+from strawberry.http.streaming import HTTPStreamTransport, MultipartSubscriptionTransport
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
@@ -43,6 +43,7 @@ from schema.errors import UNAVAILABLE, unavailable, unavailable_after
 from services.accounts import bearer_token
 from services.errors import ServiceUnavailable, Unauthenticated
 from settings import Settings
+from web.event_stream import LineFeedSSETransport
 from web.graphiql import graphiql_response
 from web.origins import AllowedOrigins
 from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
@@ -252,7 +253,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         # Strawberry's transports with our heartbeat interval (proxies drop idle streams)
         multipart = MultipartSubscriptionTransport()
         multipart.heartbeat_interval = self.settings.stream_heartbeat_seconds
-        sse = SSETransport(heartbeat_interval=self.settings.stream_heartbeat_seconds)
+        sse = LineFeedSSETransport(heartbeat_interval=self.settings.stream_heartbeat_seconds)
         wanted = {
             self.stream_transport_classes_by_protocol[p].protocol
             for p in self.protocols

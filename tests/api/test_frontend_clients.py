@@ -77,3 +77,10 @@ async def test_apollo_client(server: ServerProcess, worker: WorkerProcess, photo
     await check_flow(server, result)
     assert [e["id"] for e in result["overHttp"]][: len(result["liveEvents"])] == [e["id"] for e in result["liveEvents"]]
     assert result["requests"]["multipart"] == 2  # both photos went as GraphQL multipart requests
+
+
+async def test_urql_with_graphcache(server: ServerProcess, worker: WorkerProcess, photos: list[Path]) -> None:
+    result = run_flow("urql_flow.mjs", server, photos)
+    await check_flow(server, result)
+    assert [e["id"] for e in result["overHttp"]][: len(result["liveEvents"])] == [e["id"] for e in result["liveEvents"]]
+    assert result["requests"]["multipart"] == 2

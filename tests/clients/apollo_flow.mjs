@@ -20,6 +20,7 @@ import {
   photoTaskInput,
   proofSeen,
   sha256,
+  step,
 } from "./flow_support.mjs";
 
 const REGISTER = gql`
@@ -102,15 +103,18 @@ async function flow(options) {
   const { client, wsClient } = apolloClient(options, session, counts);
   const account = newAccount("apollo");
 
+  step("sign in");
   await client.mutate({ mutation: REGISTER, variables: account });
   const login = (await client.mutate({ mutation: LOGIN, variables: account })).data.login;
   session.token = login.token;
 
+  step("create tasks");
   const created = [];
   for (let i = 0; i < (options.tasks ?? 5); i += 1) {
     created.push((await client.mutate({ mutation: CREATE_TASK, variables: { input: photoTaskInput(`Apollo ${i}`) } })).data.createTask);
   }
 
+  step("forward pages");
   // forward pages through fetchMore; relayStylePagination merges them in the cache
   const watched = client.watchQuery({ query: TASKS, variables: { first: 2 } });
   let page = (await watched.result()).data.tasks;
@@ -121,9 +125,11 @@ async function flow(options) {
   }
   const merged = ids(watched.getCurrentResult().data.tasks);
 
+  step("refetch");
   const refetched = (await client.query({ query: TASK, variables: { id: created[1].id }, fetchPolicy: "network-only" })).data.task;
 
   // a live event over graphql-ws: "0" replays this new account's feed from its start, then goes live
+  step("live event");
   const live = collect(
     (observer) => client.subscribe({ query: EVENTS, variables: { after: "0" } }).subscribe(observer),
     proofSeen(created[0].id),
@@ -131,6 +137,7 @@ async function flow(options) {
   const firstProof = (await client.mutate({ mutation: SUBMIT_PHOTO, variables: { instanceId: created[0].currentInstance.id, photo: photoFile(options.photos[0]) } })).data.submitPhoto;
   const liveEvents = (await live);
 
+  step("resume");
   // unsubscribed, the lazy socket closes; a proof lands meanwhile; resuming with `after` replays it
   const secondProof = (await client.mutate({ mutation: SUBMIT_PHOTO, variables: { instanceId: created[1].currentInstance.id, photo: photoFile(options.photos[1]) } })).data.submitPhoto;
   const lastSeen = liveEvents.at(-1).id;
@@ -139,6 +146,7 @@ async function flow(options) {
     proofSeen(created[1].id),
   ));
 
+  step("subscription over HTTP");
   // the same feed over multipart HTTP, from the start
   const overHttp = (await collect(
     (observer) => client.subscribe({ query: EVENTS, variables: { after: "0" }, context: { transport: "multipart" } }).subscribe(observer),

@@ -81,12 +81,25 @@ export function report(result) {
   process.stdout.write(JSON.stringify(result) + "\n");
 }
 
+let currentStep = "start";
+
+// Names the step a failure happened in, for the test's message.
+export function step(name) {
+  currentStep = name;
+}
+
 export async function main(flow) {
+  // an unsubscribed HTTP stream's aborted read: a browser only logs it, Node would exit
+  process.on("unhandledRejection", (error) => {
+    if (error?.name === "AbortError") return console.error(`aborted stream after step ${currentStep}`);
+    console.error(`failed at step ${currentStep}:`, error?.stack ?? error);
+    process.exit(1);
+  });
   try {
     report(await flow(flowArguments()));
     process.exit(0);
   } catch (error) {
-    console.error(error?.stack ?? error);
+    console.error(`failed at step ${currentStep}:`, error?.stack ?? error);
     if (error?.graphQLErrors) console.error(JSON.stringify(error.graphQLErrors));
     process.exit(1);
   }
