@@ -1,0 +1,48 @@
+// The Relay flow's documents, compiled by relay-compiler into ./__generated__ (`npm run relay`).
+// Never executed: relay_flow.mjs imports the compiled artifacts.
+import { graphql } from "relay-runtime";
+
+graphql`
+  mutation RelayFlowRegisterMutation($email: String!, $password: String!, $displayName: String!) {
+    register(email: $email, password: $password, displayName: $displayName) { token user { id } }
+  }
+`;
+
+graphql`
+  mutation RelayFlowLoginMutation($email: String!, $password: String!) {
+    login(email: $email, password: $password) { token user { id email displayName } }
+  }
+`;
+
+graphql`
+  mutation RelayFlowCreateTaskMutation($input: CreateTaskInput!) {
+    createTask(input: $input) { id title currentInstance { id } }
+  }
+`;
+
+graphql`
+  query RelayFlowTasksQuery($first: Int, $after: String) {
+    tasks(first: $first, after: $after) @connection(key: "RelayFlow_tasks") {
+      edges { cursor node { id title } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+`;
+
+graphql`
+  query RelayFlowTaskQuery($id: ID!) {
+    task(id: $id) { id title state }
+  }
+`;
+
+graphql`
+  mutation RelayFlowSubmitPhotoMutation($instanceId: ID!, $photo: Upload!) {
+    submitPhoto(instanceId: $instanceId, photo: $photo) { id status method }
+  }
+`;
+
+graphql`
+  subscription RelayFlowEventsSubscription($after: ID) {
+    verificationEvents(after: $after) { id type verification { id } task { id } }
+  }
+`;
