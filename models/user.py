@@ -36,6 +36,10 @@ class AuthToken(Model):
     created_at = fields.DatetimeField(auto_now_add=True)
     expires_at = fields.DatetimeField()
     revoked_at = fields.DatetimeField(null=True)
+    device_name = fields.CharField(max_length=100, null=True)  # as the client named itself at sign-in
+    user_agent = fields.CharField(max_length=256, null=True)  # the sign-in request's, cut to fit
+    # written at most once a minute per token (authenticate), so a burst of requests is not a burst of writes
+    last_used_at = fields.DatetimeField(null=True)
 
     user_id: str
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Annotated
 
 import strawberry
 
@@ -9,9 +10,11 @@ from schema.context import Info
 from schema.types.session import Session
 from schema.types.user import AuthPayload, User
 from services import accounts, email_verification, password_reset
-from services.accounts import AccountRules
+from services.accounts import AccountRules, SessionDevice
 from services.commitment_horizon import MAX_HORIZON_DAYS, set_commitment_horizon
 from services.rate_limits import AttemptWindow, LoginBackoff
+
+DEVICE_NAME = "how the session is listed in `sessions` (at most 100 characters)"
 
 
 def account_rules(info: Info) -> AccountRules:
@@ -32,6 +35,10 @@ def account_rules(info: Info) -> AccountRules:
         ),
         mail_requests=AttemptWindow("mail", settings.mail_requests_per_hour, 3600),
     )
+
+
+def _device(info: Info, name: str | None = None) -> SessionDevice:
+    return SessionDevice.of(name, info.context.request.headers.get("user-agent"))
 
 
 def _signed_in(info: Info, issued: tuple[accounts.Session, str]) -> AuthPayload:
@@ -61,7 +68,13 @@ class AccountQueries:
 class AccountMutations:
     @strawberry.mutation(permission_classes=[Public])
     async def register(
-        self, info: Info, email: str, password: str, display_name: str, timezone: str | None = "UTC"
+        self,
+        info: Info,
+        email: str,
+        password: str,
+        display_name: str,
+        timezone: str | None = "UTC",
+        device_name: Annotated[str | None, strawberry.argument(description=DEVICE_NAME)] = None,
     ) -> AuthPayload:
         issued = await accounts.register(
             email,
@@ -70,13 +83,24 @@ class AccountMutations:
             timezone or "UTC",
             rules=account_rules(info),
             address=info.context.client_address(),
+            device=_device(info, device_name),
         )
         return _signed_in(info, issued)
 
     @strawberry.mutation(permission_classes=[Public])
-    async def login(self, info: Info, email: str, password: str) -> AuthPayload:
+    async def login(
+        self,
+        info: Info,
+        email: str,
+        password: str,
+        device_name: Annotated[str | None, strawberry.argument(description=DEVICE_NAME)] = None,
+    ) -> AuthPayload:
         issued = await accounts.login(
-            email, password, rules=account_rules(info), address=info.context.client_address()
+            email,
+            password,
+            rules=account_rules(info),
+            address=info.context.client_address(),
+            device=_device(info, device_name),
         )
         return _signed_in(info, issued)
 
@@ -113,7 +137,7 @@ class AccountMutations:
         permission_classes=[Public], description="BAD_USER_INPUT for an unknown, used or expired token"
     )
     async def verify_email(self, info: Info, token: str) -> User:
-        return User(row=await email_verification.verify_email(token))
+        return User(row=await email_verification.verify_email(token), mailbox_proven=True)
 
     @strawberry.mutation(
         permission_classes=[Public], description="always true: never reveals whether the account exists"

@@ -3,6 +3,8 @@
 Only documents that passed validation are kept (schema/shared_validation.py keeps them), so a storm of
 distinct or invalid documents is parsed, refused and forgotten. The store is bounded by the bytes its
 trees take (estimated from their text), not by their number: a tree is 130-200 times its text.
+A document an Apollo client sent with its hash (an automatic persisted query) is also found by that hash
+while it is kept; the hash goes when the document does.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class ValidDocuments:
         self.budget_bytes = budget_bytes
         self.used_bytes = 0
         self._documents: OrderedDict[str, DocumentNode] = OrderedDict()
+        self._by_hash: dict[str, str] = {}  # an automatic persisted query's SHA-256 -> its text
+        self._hash_of: dict[str, str] = {}
         self._parsers = ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="proofloop-parse")
 
     async def parsed(self, query: str) -> DocumentNode | None:
@@ -59,6 +63,24 @@ class ValidDocuments:
         while self.used_bytes > self.budget_bytes:
             dropped, _ = self._documents.popitem(last=False)
             self.used_bytes -= _charge(dropped)
+            if (digest := self._hash_of.pop(dropped, None)) is not None:
+                del self._by_hash[digest]
+
+    def learn_hash(self, digest: str, query: str) -> bool:
+        """Find a kept document by its SHA-256 from now on (the caller checked that it is): only one that
+        passed validation is kept, so a hash never names a document that fails. False when it is not kept."""
+        if query not in self._documents:
+            return False
+        # its ~200 bytes ride on the document's charge (200 bytes per character of text)
+        self._by_hash[digest] = query
+        self._hash_of[query] = digest
+        return True
+
+    def text_by_hash(self, digest: str) -> str | None:
+        query = self._by_hash.get(digest)
+        if query is not None:
+            self._documents.move_to_end(query)
+        return query
 
     def __len__(self) -> int:
         return len(self._documents)

@@ -24,6 +24,10 @@ from verification.timezones import zone_of
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 # Sliding expiry is written at most this often, so a burst of requests is not a burst of writes.
 _REFRESH_EVERY = timedelta(minutes=10)
+# how fresh a session's last-used time is: written at most this often per token
+LAST_USED_EVERY = timedelta(minutes=1)
+MAX_DEVICE_NAME = 100
+MAX_USER_AGENT = 256
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,22 @@ class Session:
     user: User
     token_id: str
     expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class SessionDevice:
+    """What a new session remembers of the device that signed in: the name it gave, its user agent."""
+
+    name: str | None = None
+    user_agent: str | None = None
+
+    @classmethod
+    def of(cls, name: str | None, user_agent: str | None) -> SessionDevice:
+        name = name.strip() if name is not None else None
+        if name is not None and len(name) > MAX_DEVICE_NAME:
+            raise BadInput("deviceName", f"must be at most {MAX_DEVICE_NAME} characters")
+        agent = "".join(c for c in user_agent[:MAX_USER_AGENT] if c.isprintable()) if user_agent else None
+        return cls(name or None, agent or None)
 
 
 @dataclass(frozen=True)
@@ -65,16 +85,32 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-async def issue_token(user: User, ttl_seconds: int) -> tuple[Session, str]:
+async def issue_token(
+    user: User, ttl_seconds: int, device: SessionDevice = SessionDevice()
+) -> tuple[Session, str]:
     token = secrets.token_urlsafe(32)
     now = await db_now()
     expires_at = now + timedelta(seconds=ttl_seconds)
-    row = await AuthToken.create(user=user, digest=token_digest(token), expires_at=expires_at)
+    row = await AuthToken.create(
+        user=user,
+        digest=token_digest(token),
+        expires_at=expires_at,
+        device_name=device.name,
+        user_agent=device.user_agent,
+        last_used_at=now,
+    )
     return Session(user=user, token_id=str(row.id), expires_at=expires_at), token
 
 
 async def register(
-    email: str, password: str, display_name: str, timezone: str, *, rules: AccountRules, address: str
+    email: str,
+    password: str,
+    display_name: str,
+    timezone: str,
+    *,
+    rules: AccountRules,
+    address: str,
+    device: SessionDevice = SessionDevice(),
 ) -> tuple[Session, str]:
     """A new account, signed in at once; a verification token goes to its address in the same commit."""
     await rules.per_address.count(address)
@@ -90,7 +126,7 @@ async def register(
             user = await User.create(
                 email=email, display_name=display_name, timezone=timezone, password_hash=password_hash
             )
-            issued = await issue_token(user, rules.token_ttl_seconds)
+            issued = await issue_token(user, rules.token_ttl_seconds, device)
             await send_verification(user, rules.public_url)
     except IntegrityError:
         raise Conflict("an account with this email already exists") from None
@@ -98,7 +134,14 @@ async def register(
     return issued
 
 
-async def login(email: str, password: str, *, rules: AccountRules, address: str) -> tuple[Session, str]:
+async def login(
+    email: str,
+    password: str,
+    *,
+    rules: AccountRules,
+    address: str,
+    device: SessionDevice = SessionDevice(),
+) -> tuple[Session, str]:
     """A new token for the right password. Every try is counted before argon2 runs (per address, and per
     email with a doubling wait), so concurrent guesses cannot outrun the count."""
     await rules.per_address.count(address)
@@ -112,7 +155,7 @@ async def login(email: str, password: str, *, rules: AccountRules, address: str)
         raise Unauthenticated("wrong email or password")
     await remember_owner_address(email, address, reserved)
     async with write_transaction():
-        return await issue_token(user, rules.token_ttl_seconds)
+        return await issue_token(user, rules.token_ttl_seconds, device)
 
 
 async def authenticate(token: str, *, token_ttl_seconds: int) -> Session:
@@ -123,9 +166,13 @@ async def authenticate(token: str, *, token_ttl_seconds: int) -> Session:
         raise Unauthenticated("missing, expired or revoked token")
     expires_at = row.expires_at
     new_expiry = now + timedelta(seconds=token_ttl_seconds)
+    changes: dict[str, datetime] = {}
     if new_expiry - row.expires_at > _REFRESH_EVERY:
-        await AuthToken.filter(id=row.id, revoked_at=None).update(expires_at=new_expiry)
-        expires_at = new_expiry
+        changes["expires_at"] = expires_at = new_expiry
+    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_EVERY:
+        changes["last_used_at"] = now
+    if changes:
+        await AuthToken.filter(id=row.id, revoked_at=None).update(**changes)
     return Session(user=row.user, token_id=str(row.id), expires_at=expires_at)
 
 

@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Any
 
 import strawberry
-from cross_web import AsyncHTTPRequestAdapter, HTTPException
+from cross_web import AsyncHTTPRequestAdapter, HTTPException, StarletteRequestAdapter
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -31,7 +31,7 @@ from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.file_uploads.utils import replace_placeholders_with_files
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.http.base import BaseRequestProtocol
-from strawberry.http.streaming import HTTPStreamTransport, MultipartSubscriptionTransport
+from strawberry.http.streaming import HTTPStreamTransport
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
@@ -45,10 +45,11 @@ from services.errors import ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web.event_stream import LineFeedSSETransport
 from web.graphiql import graphiql_response
+from web.http_streams import MultipartSubscriptions
 from web.origins import AllowedOrigins
-from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
+from web.persisted_documents import DocumentRefused, TrustedDocuments, apollo_hash, persisted_id
 from web.request_json import RefusedJSON, body_kind, decode_request_json, json_kind, refuse_non_object
-from web.state import resources_of
+from web.state import ApiResources, resources_of
 from web.ws_protocols import LegacyWSHandler, TransportWSHandler
 
 # graphql-transport-ws has no code for "too many": 4429 is its "too many requests", with our reason
@@ -152,7 +153,14 @@ async def _close_for_outage(context: Context, refused: ServiceUnavailable) -> No
         await context.request.close(code=TRY_AGAIN_LATER_CLOSE_CODE, reason=reason)
 
 
+class _RequestAdapter(StarletteRequestAdapter):
+    @property
+    def resources(self) -> ApiResources:
+        return resources_of(self._request)
+
+
 class ProofloopGraphQL(GraphQL[Context, None]):
+    request_adapter_class = _RequestAdapter
     graphql_transport_ws_handler_class = TransportWSHandler
     graphql_ws_handler_class = LegacyWSHandler
     websocket_adapter_class = _ClosingOnceAdapter
@@ -197,11 +205,15 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             log.info("client error BAD_USER_INPUT %s", {"field": field, "status": e.status_code})
         except DocumentRefused as refused:
             status = {"PERSISTED_QUERY_NOT_FOUND": 404, "PAYLOAD_TOO_LARGE": 413}.get(refused.code, 400)
-            if refused.code == "GRAPHQL_VALIDATION_FAILED" and media_type != GRAPHQL_RESPONSE_JSON:
-                status = 200  # as every validation error under application/json
+            if refused.apollo or (
+                refused.code == "GRAPHQL_VALIDATION_FAILED" and media_type != GRAPHQL_RESPONSE_JSON
+            ):
+                status = 200  # as every validation error under application/json; as Apollo's servers
             response = error_response(
                 status, refused.code, refused.message, field=refused.field, media_type=media_type
             )
+            if refused.apollo:  # a cache must not keep a miss the next request fills
+                response.headers["cache-control"] = "private, no-cache, must-revalidate"
             log.info("client error %s %s", refused.code, {"status": status})
         except ServiceUnavailable as refused:  # counted by its outage: no line per request
             response = unavailable_response(refused, media_type)
@@ -246,12 +258,13 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             "*/*" in accept
             and not request.query_params.get("query")
             and not persisted_id(request.query_params)
+            and "extensions" not in request.query_params  # Apollo's hashed GET
         )
 
     @cached_property
     def _stream_transport_map(self) -> dict[str, HTTPStreamTransport]:
         # Strawberry's transports with our heartbeat interval (proxies drop idle streams)
-        multipart = MultipartSubscriptionTransport()
+        multipart = MultipartSubscriptions()
         multipart.heartbeat_interval = self.settings.stream_heartbeat_seconds
         sse = LineFeedSSETransport(heartbeat_interval=self.settings.stream_heartbeat_seconds)
         wanted = {
@@ -269,11 +282,15 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             refuse_non_object(body_kind(await request.get_body()), "body")
         data = await super().parse_http_body(request)
         if isinstance(data, GraphQLRequestData):
-            document_id = persisted_id(await self._raw_body(request)) or persisted_id(
-                {"extensions": data.extensions}
-            )
+            document_id = (await self._raw_body(request)).get("documentId")
             anonymous = bearer_token(request.headers.get("authorization")) is None
-            data.query = self.trusted_documents.document(data.query, document_id, anonymous=anonymous)
+            data.query = self.trusted_documents.document(
+                data.query,
+                document_id if isinstance(document_id, str) else None,
+                anonymous=anonymous,
+                apollo=apollo_hash(data.extensions),
+                learned=request.resources.documents if isinstance(request, _RequestAdapter) else None,
+            )
         return data
 
     async def _raw_body(self, request: AsyncHTTPRequestAdapter) -> dict[str, object]:
@@ -326,7 +343,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         if outage("database").down:  # the probe ends it; every operation needs the database
             raise unavailable("database")
         try:
-            return await self.schema.execute(
+            result = await self.schema.execute(
                 request_data.query,
                 root_value=root_value,
                 variable_values=request_data.variables,
@@ -343,6 +360,15 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             raise HTTPException(405 if method == "GET" else 400, e.as_http_error_reason(method)) from e
         except MissingQueryError as e:
             raise HTTPException(400, "No GraphQL query found in the request") from e
+        self._learn_automatic_persisted_query(request_data, context)
+        return result
+
+    def _learn_automatic_persisted_query(self, request_data: GraphQLRequestData, context: Context) -> None:
+        """A query sent with its Apollo hash (checked while parsing) is found by that hash from now on, if
+        it passed validation (only such documents are kept)."""
+        digest = apollo_hash(request_data.extensions)
+        if digest is not None and request_data.query and digest not in self.trusted_documents.by_id:
+            context.resources.documents.learn_hash(digest, request_data.query)
 
     async def process_result(self, request: Request, result: ExecutionResult) -> GraphQLHTTPResponse:
         processed = await super().process_result(request, result)

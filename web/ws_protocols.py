@@ -24,7 +24,7 @@ from observability.outages import outage
 from schema.context import Context
 from schema.errors import unavailable
 from schema.parse_cache import is_subscription
-from web.persisted_documents import DocumentRefused, TrustedDocuments, persisted_id
+from web.persisted_documents import DocumentRefused, TrustedDocuments, apollo_hash, persisted_id
 
 log = logging.getLogger("proofloop.graphql")
 
@@ -78,16 +78,20 @@ def frame_problem(frame: object, frames: Mapping[str, tuple[bool, str | None]]) 
     return None
 
 
-def _trusted(handler: Any) -> TrustedDocuments:
-    trusted: TrustedDocuments = handler.view.trusted_documents
-    return trusted
-
-
-def _with_document(frame: Any, trusted: TrustedDocuments) -> None:
-    """Replace a persisted document id by its text (or raise DocumentRefused), in place."""
+def _with_document(frame: Any, handler: Any) -> None:
+    """Replace a persisted document id by its text (or raise DocumentRefused), in place. An Apollo hash
+    finds what HTTP requests taught this process; a query sent with its hash runs once the hash is checked."""
     payload = frame["payload"]
+    trusted: TrustedDocuments = handler.view.trusted_documents
+    document_id = payload.get("documentId")
     # a socket is signed in from its connection_init on: the signed-in limits apply
-    payload["query"] = trusted.document(payload.get("query"), persisted_id(payload), anonymous=False)
+    payload["query"] = trusted.document(
+        payload.get("query"),
+        document_id if isinstance(document_id, str) else None,
+        anonymous=False,
+        apollo=apollo_hash(payload.get("extensions")),
+        learned=handler.context.resources.documents,
+    )
 
 
 def _refusal(refused: DocumentRefused) -> GraphQLFormattedError:
@@ -155,7 +159,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             return
         if message["type"] == "subscribe" and self.connection_acknowledged:
             try:
-                _with_document(message, _trusted(self))
+                _with_document(message, self)
             except DocumentRefused as refused:
                 await self.send_message(
                     {"id": message["id"], "type": "error", "payload": [_refusal(refused)]}
@@ -205,7 +209,7 @@ class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
             return
         if message["type"] == "start" and self.connection_acknowledged:
             try:
-                _with_document(message, _trusted(self))
+                _with_document(message, self)
             except DocumentRefused as refused:
                 error = ErrorMessage(type="error", id=message["id"], payload=_refusal(refused))
                 await self.send_message(error)

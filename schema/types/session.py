@@ -27,3 +27,15 @@ class Session:
     @strawberry.field(description="the token that made this request")
     def current(self) -> bool:
         return str(self.row.id) == self.current_id
+
+    @strawberry.field(description="as given at sign-in (`deviceName` of login or register)")
+    def device_name(self) -> str | None:
+        return self.row.device_name
+
+    @strawberry.field(description="the User-Agent of the sign-in request")
+    def user_agent(self) -> str | None:
+        return self.row.user_agent
+
+    @strawberry.field(description="to the minute: the token's last request (its sign-in before any)")
+    def last_used_at(self) -> datetime:
+        return self.row.last_used_at or self.row.created_at

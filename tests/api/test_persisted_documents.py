@@ -131,3 +131,41 @@ async def test_websockets_follow_the_same_manifest(trusted_api: ServerProcess) -
 async def test_without_a_manifest_free_documents_run(server: ServerProcess, api: ApiClient) -> None:
     token, _ = await api.register()
     assert "errors" not in (await post(server, {"query": "{ me { id } }"}, token)).json()
+
+
+async def test_automatic_persisted_queries_are_not_supported_when_only_the_manifest_runs(
+    trusted_api: ServerProcess,
+) -> None:
+    token, _ = await registered(trusted_api)
+    query = "{ me { email } }"
+    apq = {"persistedQuery": {"version": 1, "sha256Hash": hashlib.sha256(query.encode()).hexdigest()}}
+    # Apollo's link stops hashing on this answer and sends the text, which the manifest then decides
+    for body in ({"extensions": apq}, {"query": query, "extensions": apq}):
+        refused = await post(trusted_api, body, token)
+        assert refused.status_code == 200
+        assert refused.json() == {
+            "errors": [
+                {
+                    "message": "PersistedQueryNotSupported",
+                    "extensions": {"code": "PERSISTED_QUERY_NOT_SUPPORTED"},
+                }
+            ]
+        }
+    assert (await post(trusted_api, {"query": query}, token)).json()["errors"][0]["extensions"]["code"] == (
+        "FORBIDDEN"
+    )
+
+
+async def test_the_readiness_probe_runs_when_only_the_manifest_runs(trusted_api: ServerProcess) -> None:
+    for probe in ("{__typename}", "{ __typename }", "query {\n  __typename\n}"):
+        assert (await post(trusted_api, {"query": probe})).json() == {"data": {"__typename": "Query"}}
+    async with httpx.AsyncClient() as http:
+        over_get = await http.get(
+            f"{trusted_api.url}/graphql",
+            params={"query": "{__typename}"},
+            headers={"accept": "application/json"},
+        )
+    assert over_get.json() == {"data": {"__typename": "Query"}}
+    for other in ("{ __typename me { id } }", "query Probe { __typename }", "{ a: __typename }"):
+        refused = await post(trusted_api, {"query": other})
+        assert refused.json()["errors"][0]["extensions"]["code"] == "FORBIDDEN"

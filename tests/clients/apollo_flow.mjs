@@ -1,12 +1,12 @@
-// Apollo Client 3 from Node against a live API: HttpLink behind the persisted-queries link (when
+// Apollo Client 4 from Node against a live API: HttpLink behind the persisted-queries link (when
 // options.apq), uploads through apollo-upload-client, subscriptions over graphql-ws and over multipart HTTP.
-import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql, split } from "@apollo/client/core/index.js";
-import { setContext } from "@apollo/client/link/context/index.js";
-import { createPersistedQueryLink } from "@apollo/client/link/persisted-queries/index.js";
-import { GraphQLWsLink } from "@apollo/client/link/subscriptions/index.js";
-import { getMainDefinition, relayStylePagination } from "@apollo/client/utilities/index.js";
-import createUploadLink from "apollo-upload-client/createUploadLink.mjs";
-import { loadDevMessages, loadErrorMessages } from "@apollo/client/dev/index.js";
+import { ApolloClient, ApolloLink, HttpLink, InMemoryCache, gql } from "@apollo/client";
+import { loadDevMessages, loadErrorMessages } from "@apollo/client/dev";
+import { SetContextLink } from "@apollo/client/link/context";
+import { PersistedQueryLink } from "@apollo/client/link/persisted-queries";
+import { GraphQLWsLink } from "@apollo/client/link/subscriptions";
+import { getMainDefinition, relayStylePagination } from "@apollo/client/utilities";
+import UploadHttpLink from "apollo-upload-client/UploadHttpLink.mjs";
 import { createClient } from "graphql-ws";
 import WebSocket from "ws";
 
@@ -63,12 +63,12 @@ const EVENTS = gql`
 `;
 
 function apolloClient(options, session, counts) {
-  const auth = setContext((_, { headers }) => ({
+  const auth = new SetContextLink(({ headers }) => ({
     headers: { ...headers, ...(session.token ? { authorization: `Bearer ${session.token}` } : {}) },
   }));
   const fetch = countingFetch(counts);
-  const uploads = createUploadLink({ uri: options.url, fetch });
-  const queries = options.apq ? createPersistedQueryLink({ sha256 }).concat(uploads) : uploads;
+  const uploads = new UploadHttpLink({ uri: options.url, fetch });
+  const queries = options.apq ? new PersistedQueryLink({ sha256 }).concat(uploads) : uploads;
   const wsClient = createClient({
     url: options.wsUrl,
     webSocketImpl: WebSocket,
@@ -77,7 +77,7 @@ function apolloClient(options, session, counts) {
   });
   // multipart subscriptions: HttpLink asks for them itself when the operation is a subscription
   const multipart = new HttpLink({ uri: options.url, fetch });
-  const subscriptions = split(
+  const subscriptions = ApolloLink.split(
     (operation) => operation.getContext().transport === "multipart",
     multipart,
     new GraphQLWsLink(wsClient),
@@ -88,7 +88,7 @@ function apolloClient(options, session, counts) {
   };
   const cache = new InMemoryCache({ typePolicies: { Query: { fields: { tasks: relayStylePagination() } } } });
   return {
-    client: new ApolloClient({ link: ApolloLink.from([auth, split(isSubscription, subscriptions, queries)]), cache }),
+    client: new ApolloClient({ link: ApolloLink.from([auth, ApolloLink.split(isSubscription, subscriptions, queries)]), cache }),
     wsClient,
   };
 }
@@ -117,13 +117,18 @@ async function flow(options) {
   step("forward pages");
   // forward pages through fetchMore; relayStylePagination merges them in the cache
   const watched = client.watchQuery({ query: TASKS, variables: { first: 2 } });
-  let page = (await watched.result()).data.tasks;
+  let watching;
+  const firstResult = new Promise((resolve, reject) => {
+    watching = watched.subscribe({ next: (r) => r.dataState === "complete" && resolve(r), error: reject });
+  });
+  let page = (await firstResult).data.tasks;
   const pages = [ids(page)];
   while (page.pageInfo.hasNextPage) {
     page = (await watched.fetchMore({ variables: { after: page.pageInfo.endCursor } })).data.tasks;
     pages.push(ids(page));
   }
-  const merged = ids(watched.getCurrentResult().data.tasks);
+  watching.unsubscribe();
+  const merged = ids(client.readQuery({ query: TASKS, variables: { first: 2 } }).tasks);
 
   step("refetch");
   const refetched = (await client.query({ query: TASK, variables: { id: created[1].id }, fetchPolicy: "network-only" })).data.task;
