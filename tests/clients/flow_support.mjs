@@ -34,20 +34,33 @@ export function photoFile(path) {
 
 export const sha256 = (text) => createHash("sha256").update(text).digest("hex");
 
-// Counts what went over the wire: APQ hash-only requests, requests with the text, multipart uploads.
+// a GET request's query and extensions, from its URL
+function fromUrl(input) {
+  const params = new URL(typeof input === "string" ? input : input.url).searchParams;
+  return { query: params.get("query"), extensions: JSON.parse(params.get("extensions") ?? "{}") };
+}
+
+// Counts what went over the wire: APQ requests by hash alone (and how many missed), with the text too,
+// plain ones, subscriptions over HTTP, and multipart uploads
 export function countingFetch(counts) {
   return async (input, init = {}) => {
-    if (init.body instanceof FormData) counts.multipart += 1;
-    else if (typeof init.body === "string") {
-      const body = JSON.parse(init.body);
-      if (body.extensions?.persistedQuery) counts[body.query ? "hashWithQuery" : "hashOnly"] += 1;
-      else counts.plain += 1;
-    } else if (String(input).includes("extensions=")) counts.get += 1;
-    return fetch(input, init);
+    const multipart = init.body instanceof FormData;
+    if (multipart) counts.multipart += 1;
+    const body = multipart ? JSON.parse(init.body.get("operations")) : init.body ? JSON.parse(init.body) : fromUrl(input);
+    const persisted = Boolean(body.extensions?.persistedQuery);
+    if (persisted) counts[body.query ? "hashWithQuery" : "hashOnly"] += 1;
+    else if (/^\s*subscription\b/.test(body.query ?? "")) counts.subscriptions += 1;
+    else counts.plain += 1;
+    const response = await fetch(input, init);
+    if (persisted && !body.query && response.headers.get("content-type")?.includes("json")) {
+      const answer = await response.clone().json();
+      if (answer.errors?.some((e) => e.extensions?.code === "PERSISTED_QUERY_NOT_FOUND")) counts.misses += 1;
+    }
+    return response;
   };
 }
 
-export const newCounts = () => ({ hashOnly: 0, hashWithQuery: 0, plain: 0, multipart: 0, get: 0 });
+export const newCounts = () => ({ hashOnly: 0, misses: 0, hashWithQuery: 0, plain: 0, subscriptions: 0, multipart: 0 });
 
 // Events of a subscription until `done(events)` says enough (or `within` ms pass): then unsubscribes.
 export function collect(subscribe, done, within = 20_000) {

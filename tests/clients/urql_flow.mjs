@@ -80,7 +80,7 @@ function urqlClient(options, session, counts, networkPages) {
   const exchanges = [
     cache,
     pages,
-    ...(options.apq ? [persistedExchange({ generateHash: async (query) => sha256(query) })] : []),
+    ...(options.apq ? [persistedExchange({ generateHash: async (query) => sha256(query), enableForMutation: true })] : []),
     subscriptionExchange({
       isSubscriptionOperation: (operation) => operation.kind === "subscription" && !operation.context.fetchSubscriptions,
       forwardSubscription: (request) => ({
