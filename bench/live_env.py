@@ -14,7 +14,12 @@ import asyncpg
 import psutil
 import redis
 
+from services.ids import event_ids
 from tests.harness import free_port, run_cli
+
+SECRET_KEY = "bench-secret"
+# event ids are enciphered positions: the benches time each position from its commit
+EVENT_IDS = event_ids(SECRET_KEY)
 
 PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
@@ -94,7 +99,7 @@ def live_env(overrides: dict[str, str] | None = None) -> Iterator[tuple[dict[str
             "PROOFLOOP_DATABASE_URL": database_url,
             "PROOFLOOP_REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
             "PROOFLOOP_DATA_DIR": data,
-            "PROOFLOOP_SECRET_KEY": "bench-secret",
+            "PROOFLOOP_SECRET_KEY": SECRET_KEY,
             **(overrides or {}),
         }
         run_cli(["migrate"], env)

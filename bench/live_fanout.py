@@ -27,7 +27,7 @@ import psutil
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from bench.live_env import live_env
+from bench.live_env import EVENT_IDS, live_env
 from bench.live_latency import SUBSCRIPTION, Receipts, orm, percentile, produce, seed
 from models import Task, TaskInstance
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
@@ -52,7 +52,9 @@ async def receive(ws: ClientConnection, receipts: Receipts, errors: list[str]) -
             now = time.perf_counter()
             message = json.loads(raw)
             if message.get("type") == "next" and message["payload"].get("data"):
-                receipts.record(int(message["payload"]["data"]["verificationEvents"]["id"]), now)
+                receipts.record(
+                    EVENT_IDS.decode(message["payload"]["data"]["verificationEvents"]["id"]) or 0, now
+                )
             elif message.get("type") == "error" and len(errors) < 5:
                 errors.append(str(message.get("payload")))
 

@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from bench.live_env import api_redis_connections, live_env
+from bench.live_env import EVENT_IDS, api_redis_connections, live_env
 from models import AuthToken, Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance, User
 from realtime.redis_client import close_redis, open_redis
 from runtime import close_database, open_database
@@ -123,7 +123,9 @@ async def receive(ws: ClientConnection, receipts: Receipts) -> None:
             now = time.perf_counter()
             message = json.loads(raw)
             if message.get("type") == "next" and message["payload"].get("data"):
-                receipts.record(int(message["payload"]["data"]["verificationEvents"]["id"]), now)
+                receipts.record(
+                    EVENT_IDS.decode(message["payload"]["data"]["verificationEvents"]["id"]) or 0, now
+                )
 
 
 async def produce(task: Task, instance: TaskInstance) -> tuple[int, float]:

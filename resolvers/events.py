@@ -28,7 +28,7 @@ def _pushed(info: Info, row: EventRow) -> VerificationEvent:
     return VerificationEvent(row=row)
 
 
-def _ending_error(reason: EndReason | None, last_sent: int) -> ProofloopError:
+def _ending_error(reason: EndReason | None, last_sent: str) -> ProofloopError:
     if reason is EndReason.PARTNERSHIP_ENDED:
         return NotFound("no such user among those you partner for")
     if reason is EndReason.TOKEN_REVOKED:
@@ -54,8 +54,12 @@ class EventQueries:
         user_id: strawberry.ID | None = None,
         task_id: strawberry.ID | None = None,
     ) -> list[VerificationEvent]:
-        after_position = None if after is None else feeds.parse_position(after, "after")
-        before_position = None if before is None else feeds.parse_position(before, "before")
+        after_position = (
+            None if after is None else feeds.parse_position(after, "after", info.context.event_ids)
+        )
+        before_position = (
+            None if before is None else feeds.parse_position(before, "before", info.context.event_ids)
+        )
         size = check_page_size(DEFAULT_PAGE if first is None else first, "first")
         if last is not None:
             size = check_page_size(last, "last")
@@ -89,7 +93,7 @@ class EventSubscriptions:
         hub = info.context.hub
         if refusal := hub.subscription_refusal(str(session.user.id), limit):  # before any database work
             raise RateLimited(refusal)
-        last_sent = None if after is None else feeds.parse_position(after, "after")
+        last_sent = None if after is None else feeds.parse_position(after, "after", info.context.event_ids)
         scope = await feeds.feed_scope(
             await info.context.access(), _optional_id(user_id), _optional_id(task_id)
         )
@@ -114,7 +118,7 @@ class EventSubscriptions:
                     continue  # already replayed, or the partnership ended after it was queued
                 last_sent = position
                 yield _pushed(info, queued)
-            raise _ending_error(subscriber.ended, last_sent)
+            raise _ending_error(subscriber.ended, info.context.event_ids.encode(last_sent))
         finally:
             hub.remove(subscriber)
 

@@ -6,7 +6,7 @@ from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.progress import Progress
 from services.errors import NotFound
-from services.ids import is_uuid
+from services.ids import decode_id
 from services.progress import Scope, ScopeKind
 
 
@@ -18,9 +18,10 @@ class ProgressQueries:
     )
     async def progress(self, info: Info, user_id: strawberry.ID | None = None) -> Progress:
         access = await info.context.access()
-        if user_id is None or access.owns(user_id):
+        wanted = None if user_id is None else decode_id(user_id, "User")
+        if user_id is None or access.owns(wanted):
             return Progress(scope=Scope(ScopeKind.USER, access.viewer_id))
-        if not is_uuid(user_id) or not access.partners(user_id):
+        if wanted is None or not access.partners(wanted):
             raise NotFound("no such user among those you partner for")
         # a partner reads the user's history from the partnership's start, as everywhere (services/access.py)
-        return Progress(scope=Scope(ScopeKind.USER, str(user_id), since=access.history_start(user_id)))
+        return Progress(scope=Scope(ScopeKind.USER, wanted, since=access.history_start(wanted)))

@@ -20,7 +20,7 @@ from services import tasks
 from services.access import require_visible_task, visible_instance
 from services.chain import ChainTiming
 from services.errors import BadInput, NotFound, ProofloopError
-from services.ids import is_uuid
+from services.ids import decode_id, is_uuid
 from services.schedules import recurrence_budget
 from services.task_drafts import TaskDraft
 from settings import Settings
@@ -38,9 +38,10 @@ async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
     access = await info.context.access()
     if user_id is None:
         return access.viewer_id
-    if not is_uuid(user_id) or not access.sees_user(str(UUID(str(user_id)))):
+    wanted = decode_id(user_id, "User")
+    if wanted is None or not access.sees_user(wanted):
         raise NotFound("no such user among those you partner for")
-    return str(UUID(str(user_id)))
+    return wanted
 
 
 @strawberry.type
@@ -96,7 +97,11 @@ class TaskQueries:
 
     @strawberry.field(permission_classes=[IsAuthenticated])
     async def instance(self, info: Info, id: strawberry.ID) -> TaskInstance | None:
-        found = await visible_instance(await info.context.access(), str(id)) if is_uuid(id) else None
+        found = (
+            await visible_instance(await info.context.access(), key)
+            if (key := decode_id(id, "TaskInstance"))
+            else None
+        )
         return TaskInstance(row=found[0], task_row=found[1]) if found else None
 
 

@@ -22,6 +22,7 @@ from services.accounts import Session, authenticate, bearer_token
 from services.db import db_now
 from services.decode_gate import DecodeGate
 from services.errors import BadInput, Unauthenticated
+from services.ids import EventIds, event_ids
 from services.passwords import PasswordHashing
 from settings import Settings
 from web.state import ApiResources, resources_of
@@ -60,6 +61,11 @@ class Context:
     @property
     def hub(self) -> Hub:
         return self.resources.hub
+
+    @property
+    def event_ids(self) -> EventIds:
+        """The cipher of event ids (services/ids.py), keyed by the server secret."""
+        return event_ids(self.settings.resolved_secret_key)
 
     def token(self) -> str | None:
         if self.connection_params is not None:

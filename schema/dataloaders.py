@@ -7,15 +7,18 @@ first time a resolver asks for it, so an event that needs two of them builds two
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from models import Task, TaskInstance, User, Verification
+from models import AuthToken, Event, Partnership, Task, TaskInstance, User, Verification, Webhook
 from services.access import Access, access_of
+from services.accounts import live_sessions_among
+from services.feeds import readable_events
+from services.partners import counterpart_ids, readable_partnerships
 from services.progress import (
     CalendarAsk,
     Completion,
@@ -28,6 +31,10 @@ from services.progress import (
 )
 from services.streaks import streaks_of
 from services.task_reads import InstanceCount, InstancePage, instance_counts, instance_pages, open_instances
+from services.webhooks import owned_webhooks_among
+
+V = TypeVar("V")
+K = TypeVar("K")
 
 
 async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
@@ -76,6 +83,50 @@ async def _load_instance_pages(keys: list[InstancePage]) -> list[list[TaskInstan
 async def _load_streaks(keys: list[str]) -> list[int]:
     streaks = await streaks_of(keys)
     return [streaks.get(key, 0) for key in keys]
+
+
+async def _readable_among(
+    keys: Sequence[tuple[V, K]], read: Callable[[V, list[K]], Awaitable[Iterable[Any]]], key_of: str
+) -> list[Any]:
+    """Rows by key as one viewer may read them (each key pairs the viewer with the row's key); None for
+    the rest. A request has one viewer, so this is one statement."""
+    found: dict[tuple[int, str], Any] = {}
+    viewers = {id(viewer): viewer for viewer, _ in keys}
+    for marker, viewer in viewers.items():
+        wanted = [key for v, key in keys if id(v) == marker]
+        for row in await read(viewer, wanted):
+            found[(marker, str(getattr(row, key_of)))] = row
+    return [found.get((id(viewer), str(key))) for viewer, key in keys]
+
+
+async def _load_readable_events(keys: list[tuple[Access, int]]) -> list[Event | None]:
+    return await _readable_among(keys, readable_events, "position")
+
+
+async def _load_readable_partnerships(keys: list[tuple[User, str]]) -> list[Partnership | None]:
+    return await _readable_among(keys, readable_partnerships, "id")
+
+
+async def _load_live_sessions(keys: list[tuple[User, str]]) -> list[AuthToken | None]:
+    return await _readable_among(keys, live_sessions_among, "id")
+
+
+async def _load_owned_webhooks(keys: list[tuple[User, str]]) -> list[Webhook | None]:
+    return await _readable_among(keys, owned_webhooks_among, "id")
+
+
+async def _load_counterparts(keys: list[tuple[User, str]]) -> list[bool]:
+    shown: dict[int, set[str]] = {}
+    for viewer, _ in keys:
+        if id(viewer) not in shown:
+            wanted = [key for v, key in keys if v is viewer]
+            shown[id(viewer)] = await counterpart_ids(viewer, wanted)
+    return [key in shown[id(viewer)] for viewer, key in keys]
+
+
+def _per_viewer(key: tuple[Any, object]) -> tuple[str, str]:
+    viewer, row_key = key
+    return str(getattr(viewer, "viewer_id", None) or viewer.id), str(row_key)
 
 
 async def _load_access(keys: list[str]) -> list[Access]:
@@ -135,6 +186,28 @@ class Loaders:
     @cached_property
     def streak(self) -> DataLoader[str, int]:
         return DataLoader(load_fn=_load_streaks)
+
+    @cached_property
+    def readable_event(self) -> DataLoader[tuple[Access, int], Event | None]:
+        """An event by position, if the viewer's feeds show it (services/feeds.py)."""
+        return DataLoader(load_fn=_load_readable_events, cache_key_fn=_per_viewer)
+
+    @cached_property
+    def readable_partnership(self) -> DataLoader[tuple[User, str], Partnership | None]:
+        return DataLoader(load_fn=_load_readable_partnerships, cache_key_fn=_per_viewer)
+
+    @cached_property
+    def live_session(self) -> DataLoader[tuple[User, str], AuthToken | None]:
+        return DataLoader(load_fn=_load_live_sessions, cache_key_fn=_per_viewer)
+
+    @cached_property
+    def owned_webhook(self) -> DataLoader[tuple[User, str], Webhook | None]:
+        return DataLoader(load_fn=_load_owned_webhooks, cache_key_fn=_per_viewer)
+
+    @cached_property
+    def counterpart(self) -> DataLoader[tuple[User, str], bool]:
+        """Whether a user is on the other side of one of the viewer's partnerships."""
+        return DataLoader(load_fn=_load_counterparts, cache_key_fn=_per_viewer)
 
     @cached_property
     def access(self) -> DataLoader[str, Access]:

@@ -25,6 +25,7 @@ from graphql import (
     GraphQLSchema,
     InlineFragmentNode,
     IntValueNode,
+    ListValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
     VariableNode,
@@ -37,6 +38,8 @@ from strawberry.extensions import SchemaExtension
 from services.paging import MAX_PAGE
 
 SIZE_ARGUMENTS = ("first", "last")
+# a list argument naming the rows a field returns (nodes(ids:)) sizes it by its length
+SIZE_LISTS = ("ids",)
 # A list without a size argument (partnerships, an instance's verifications) is assumed this long.
 UNSIZED_LIST = 20
 
@@ -114,11 +117,21 @@ class QueryCost:
 
     def _size_argument(self, field: FieldNode, definition: GraphQLField) -> int | None:
         sizes = [self._argument_value(field, definition, name) for name in SIZE_ARGUMENTS]
+        sizes += [self._list_length(field, name) for name in SIZE_LISTS if name in definition.args]
         given = [size for size in sizes if size is not None]
         if not given:
             return None
         # a page of 0 or less still resolves the field and validates all below it: never priced at 0
         return max(1, min(max(given), MAX_PAGE))
+
+    def _list_length(self, field: FieldNode, name: str) -> int | None:
+        node = next((a.value for a in field.arguments or () if a.name.value == name), None)
+        if isinstance(node, ListValueNode):
+            return len(node.values)
+        if isinstance(node, VariableNode):
+            value = self.variables.get(node.name.value)
+            return len(value) if isinstance(value, list) else None
+        return None
 
     def _argument_value(self, field: FieldNode, definition: GraphQLField, name: str) -> int | None:
         argument = definition.args.get(name)

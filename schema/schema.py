@@ -8,6 +8,7 @@ from strawberry.schema.config import StrawberryConfig
 
 from resolvers.accounts import AccountMutations, AccountQueries
 from resolvers.events import EventQueries, EventSubscriptions
+from resolvers.nodes import NodeQueries
 from resolvers.partners import PartnerMutations, PartnerQueries
 from resolvers.progress import ProgressQueries
 from resolvers.proofs import ProofMutations
@@ -28,7 +29,14 @@ from schema.shared_validation import SharedValidation
 
 @strawberry.type
 class Query(
-    AccountQueries, TaskQueries, EventQueries, PartnerQueries, ReviewQueries, ProgressQueries, WebhookQueries
+    AccountQueries,
+    TaskQueries,
+    EventQueries,
+    PartnerQueries,
+    ReviewQueries,
+    ProgressQueries,
+    WebhookQueries,
+    NodeQueries,
 ):
     pass
 

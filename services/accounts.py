@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -213,6 +214,13 @@ async def live_sessions(user: User) -> list[AuthToken]:
     """The user's tokens that still work, newest first."""
     return await AuthToken.filter(user_id=user.id, revoked_at=None, expires_at__gt=await db_now()).order_by(
         "-created_at", "-id"
+    )
+
+
+async def live_sessions_among(user: User, ids: Collection[str]) -> list[AuthToken]:
+    """Of the sessions `ids`, the user's that still work (what `live_sessions` lists)."""
+    return await AuthToken.filter(
+        user_id=user.id, revoked_at=None, expires_at__gt=await db_now(), id__in=list(ids)
     )
 
 

@@ -6,6 +6,7 @@ gap fill in.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from tortoise.queryset import QuerySet
@@ -13,7 +14,7 @@ from tortoise.queryset import QuerySet
 from models import Event
 from services.access import Access, require_visible_task
 from services.errors import BadInput, NotFound
-from services.ids import parse_id
+from services.ids import EventIds, parse_id
 
 # Positions are BIGINT: a larger "id" names no event and must not reach the database.
 MAX_POSITION = 2**63 - 1
@@ -49,17 +50,21 @@ async def feed_scope(access: Access, user_id: str | None, task_id: str | None) -
     return FeedScope(access, user_ids=frozenset({str(task.owner_id)}), task_id=str(task.id))
 
 
-def parse_position(value: object, field: str) -> int:
-    """An event id as the API hands it out: a non-negative integer."""
-    text = str(value)
-    if (
-        not (text.isascii() and text.isdigit())
-        or len(text) > len(str(MAX_POSITION))
-        or int(text) > MAX_POSITION
-    ):
-        raise BadInput(field, "is not an event id")
-    position = int(text)
+def parse_position(value: object, field: str, ids: EventIds) -> int:
+    """The position an event id names; "0" is the start of the feed (resume from the first event).
+
+    Bare positions are not taken: resuming from chosen numbers would tell where one's events stand.
+    """
+    position = 0 if str(value) == "0" else ids.decode(value)
+    if position is None or position > MAX_POSITION:
+        raise BadInput(field, "is not an event id this API issued")
     return position
+
+
+async def readable_events(access: Access, positions: Collection[int]) -> list[Event]:
+    """The events at `positions` the viewer may read: the history rule of every feed, one statement."""
+    query = Event.filter(access.history_filter(access.user_ids), position__in=list(positions))
+    return await _with_related(query)
 
 
 def _with_related(query: QuerySet[Event]) -> QuerySet[Event]:

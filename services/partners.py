@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from tortoise.expressions import Q
@@ -143,8 +144,27 @@ def _is_party(viewer: User, row: Partnership) -> bool:
     return row.status is PartnershipStatus.INVITED and row.invited_email == viewer.email.lower()
 
 
-async def partnerships_of(viewer: User) -> list[Partnership]:
+def _readable_by(viewer: User) -> Q:
     """Both directions: as the one watched, as the partner, and invites addressed to the viewer's email."""
-    return await Partnership.filter(
-        Q(user_id=viewer.id) | Q(partner_id=viewer.id) | Q(invited_email=viewer.email.lower())
-    ).order_by("-created_at", "-id")
+    return Q(user_id=viewer.id) | Q(partner_id=viewer.id) | Q(invited_email=viewer.email.lower())
+
+
+async def partnerships_of(viewer: User) -> list[Partnership]:
+    return await Partnership.filter(_readable_by(viewer)).order_by("-created_at", "-id")
+
+
+async def readable_partnerships(viewer: User, ids: Collection[str]) -> list[Partnership]:
+    """Of the partnerships `ids`, those `partnerships_of` lists."""
+    return await Partnership.filter(_readable_by(viewer), id__in=list(ids))
+
+
+async def counterpart_ids(viewer: User, user_ids: Collection[str]) -> set[str]:
+    """Of `user_ids`, the users the viewer's partnerships show (Partnership.user, and .partner once the
+    invite is answered): the people on the other side of them."""
+    rows = await Partnership.filter(
+        _readable_by(viewer), Q(user_id__in=list(user_ids)) | Q(partner_id__in=list(user_ids))
+    ).values_list("user_id", "partner_id", "status")
+    shown = {str(u) for u, _, _ in rows} | {
+        str(p) for _, p, status in rows if p is not None and status != PartnershipStatus.INVITED
+    }
+    return shown & set(user_ids)

@@ -12,6 +12,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -20,7 +21,7 @@ from models import Task, TaskInstance, User, Webhook
 from observability.metrics import count_webhook_delivery
 from services.db import write_transaction
 from services.errors import BadInput, Conflict, NotFound
-from services.ids import parse_id
+from services.ids import global_id, parse_id
 from services.messaging import Outgoing, send, send_after_commit
 from services.name_lookups import NameLookups
 from services.webhook_addresses import RefusedAddress, checked_address, parse_target, post, resolve_checked
@@ -99,6 +100,10 @@ async def owned_webhooks(owner: User) -> list[Webhook]:
     return await Webhook.filter(owner_id=owner.id).order_by("created_at", "id")
 
 
+async def owned_webhooks_among(owner: User, ids: Collection[str]) -> list[Webhook]:
+    return await Webhook.filter(owner_id=owner.id, id__in=list(ids))
+
+
 async def delete_webhook(owner: User, webhook_id: str) -> None:
     deleted = await Webhook.filter(id=parse_id(webhook_id, "webhook"), owner_id=owner.id).delete()
     if not deleted:
@@ -161,9 +166,10 @@ def _reminder_body(reminder: FiredReminder, now: datetime) -> str:
         "type": "DUE_SOON",
         "deliveryId": reminder.reminder_id,
         "occurredAt": _iso(now),
-        "task": {"id": reminder.task_id, "title": reminder.title},
+        # the ids the API shows, so a receiver can match them with what it read there
+        "task": {"id": global_id("Task", reminder.task_id), "title": reminder.title},
         "instance": {
-            "id": reminder.instance_id,
+            "id": global_id("TaskInstance", reminder.instance_id),
             "opensAt": _iso(reminder.opens_at),
             "dueAt": _iso(reminder.due_at),
             "closesAt": _iso(reminder.closes_at),

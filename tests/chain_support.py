@@ -12,7 +12,7 @@ import asyncpg
 
 from models import VerificationMethod
 from services.task_drafts import TaskDraft
-from tests.harness import ApiClient
+from tests.harness import ApiClient, row_key
 from verification.recurrence import Schedule
 
 CREATE = (
@@ -47,7 +47,7 @@ async def create_short_task(
 
 async def instances_of(db: asyncpg.Connection, task_id: str) -> list[asyncpg.Record]:
     rows: list[asyncpg.Record] = await db.fetch(
-        "SELECT * FROM task_instances WHERE task_id = $1 ORDER BY seq", task_id
+        "SELECT * FROM task_instances WHERE task_id = $1 ORDER BY seq", row_key(task_id)
     )
     return rows
 
@@ -57,7 +57,7 @@ async def settle_events(db: asyncpg.Connection, task_id: str) -> dict[str, int]:
     rows = await db.fetch(
         "SELECT instance_id::text AS id, COUNT(*) AS n FROM events WHERE task_id = $1"
         " AND type IN ('MISSED', 'VERIFIED', 'REJECTED') GROUP BY instance_id",
-        task_id,
+        row_key(task_id),
     )
     return {r["id"]: int(r["n"]) for r in rows}
 

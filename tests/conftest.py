@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database
+from tests.harness import (
+    TEST_SECRET_KEY,
+    ApiClient,
+    ServerProcess,
+    WorkerProcess,
+    free_port,
+    migrated_database,
+)
 from tests.mailbox import Mailbox
 
 
@@ -74,7 +81,7 @@ def service_env(database_url: str, redis_url: str, data_dir: Path, mailbox: Mail
         "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
         "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
         "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
-        "PROOFLOOP_SECRET_KEY": "test-secret-key",
+        "PROOFLOOP_SECRET_KEY": TEST_SECRET_KEY,
         "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),  # never a fixed port another run holds
         "PROOFLOOP_SMTP_URL": mailbox.url,
         "PROOFLOOP_PUBLIC_URL": "http://app.test",

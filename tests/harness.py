@@ -29,6 +29,37 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# the secret of the servers tests/conftest.py starts: it enciphers event ids (services/ids.py)
+TEST_SECRET_KEY = "test-secret-key"
+
+
+def event_id(position: int, secret: str = TEST_SECRET_KEY) -> str:
+    """The id the API shows for the event at `position` (an outbox row a test wrote itself)."""
+    from services.ids import event_ids
+
+    return event_ids(secret).encode(position)
+
+
+def event_position(id: str, secret: str = TEST_SECRET_KEY) -> int:
+    from services.ids import event_ids
+
+    position = event_ids(secret).decode(id)
+    assert position is not None, f"{id!r} is not an event id of this server"
+    return position
+
+
+def row_key(global_id: object) -> str:
+    """The row key inside a global id the API handed out (base64url of "<Type>:<key>"), for SQL; a bare
+    key stays as it is."""
+    import base64
+
+    text = str(global_id)
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode().partition(":")[2]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -5,22 +5,24 @@ from datetime import datetime
 import strawberry
 
 from models import Event as EventRow
+from schema.context import Info
 from schema.enums import EventType, InstanceStatus
 from schema.types.instance import TaskInstance
+from schema.types.node import Node
 from schema.types.task import Task
 from schema.types.user import User
 from schema.types.verification import Verification
 
 
 @strawberry.type
-class VerificationEvent:
+class VerificationEvent(Node):
     """An outbox row read with its user, task, instance and verification (services/feeds.py)."""
 
     row: strawberry.Private[EventRow]
 
-    @strawberry.field(description="strictly increasing per stream; pass as `after` to resume without gaps")
-    def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.position))
+    @strawberry.field(description="opaque, in stream order; pass as `after` to resume without gaps")
+    def id(self, info: Info) -> strawberry.ID:
+        return strawberry.ID(info.context.event_ids.encode(self.row.position or 0))
 
     @strawberry.field
     def type(self) -> EventType:

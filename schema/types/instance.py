@@ -9,14 +9,16 @@ from models import Task as TaskRow
 from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
 from schema.enums import InstanceStatus
+from schema.types.node import Node
 from schema.types.pagination import PageInfo, encode_cursor
 from schema.types.task import Task, local
 from schema.types.verification import Verification
+from services.ids import global_id
 from services.task_reads import InstanceCount, InstancePage
 
 
 @strawberry.type
-class TaskInstance:
+class TaskInstance(Node):
     row: strawberry.Private[TaskInstanceRow]
     task_row: strawberry.Private[TaskRow | None] = None
 
@@ -29,7 +31,7 @@ class TaskInstance:
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("TaskInstance", self.row.id))
 
     @strawberry.field
     async def task(self, info: Info) -> Task:

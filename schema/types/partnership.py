@@ -7,17 +7,19 @@ import strawberry
 from models import Partnership as PartnershipRow
 from schema.context import Info
 from schema.enums import PartnershipStatus
+from schema.types.node import Node
 from schema.types.user import User, load_user
+from services.ids import global_id
 from services.partners import status_at as partnership_status
 
 
 @strawberry.type
-class Partnership:
+class Partnership(Node):
     row: strawberry.Private[PartnershipRow]
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("Partnership", self.row.id))
 
     @strawberry.field(description="the one being held accountable")
     async def user(self, info: Info) -> User:

@@ -5,16 +5,18 @@ from datetime import datetime
 import strawberry
 
 from models import AuthToken
+from schema.types.node import Node
+from services.ids import global_id
 
 
 @strawberry.type(description="a signed-in device: one bearer token (never shown again after sign-in)")
-class Session:
+class Session(Node):
     row: strawberry.Private[AuthToken]
     current_id: strawberry.Private[str]
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("Session", self.row.id))
 
     @strawberry.field
     def created_at(self) -> datetime:

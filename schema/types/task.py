@@ -10,10 +10,12 @@ import strawberry
 from models import Task as TaskRow
 from schema.context import Info
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, TaskState, VerificationMethod
+from schema.types.node import Node
 from schema.types.pagination import PageInfo, check_first, decode_cursor
 from schema.types.pending_change import PendingChange, pending_change_of
 from schema.types.user import User, load_user
 from services.errors import BadInput
+from services.ids import global_id
 from services.progress import Scope, ScopeKind
 from services.reminders import offsets_of
 from services.schedules import recurrence_budget, upcoming
@@ -69,12 +71,12 @@ class Reminder:
 
 
 @strawberry.type
-class Task:
+class Task(Node):
     row: strawberry.Private[TaskRow]
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("Task", self.row.id))
 
     @strawberry.field
     async def owner(self, info: Info) -> User:

@@ -6,7 +6,9 @@ import strawberry
 
 from models import User as UserRow
 from schema.context import Info
+from schema.types.node import Node
 from services.commitment_horizon import horizon_days
+from services.ids import global_id
 
 
 @strawberry.type(description="how long an easier edit of your tasks waits before it applies")
@@ -17,14 +19,14 @@ class CommitmentHorizon:
 
 
 @strawberry.type
-class User:
+class User(Node):
     row: strawberry.Private[UserRow]
     # verifyEmail's answer: the token mailed to the address shows it verified, signed in or not
     mailbox_proven: strawberry.Private[bool] = False
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("User", self.row.id))
 
     @strawberry.field
     def display_name(self) -> str:

@@ -9,8 +9,10 @@ from models import TaskInstance as TaskInstanceRow
 from models import Verification as VerificationRow
 from schema.context import Info
 from schema.enums import InstanceStatus, RejectionReason, VerificationMethod, VerificationStatus
+from schema.types.node import Node
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
+from services.ids import global_id
 from services.media_links import media_url
 
 if TYPE_CHECKING:
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
 
 @strawberry.type
-class Verification:
+class Verification(Node):
     row: strawberry.Private[VerificationRow]
     instance_row: strawberry.Private[TaskInstanceRow | None] = None
 
@@ -27,7 +29,7 @@ class Verification:
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("Verification", self.row.id))
 
     @strawberry.field
     async def instance(self, info: Info) -> Annotated[TaskInstance, strawberry.lazy("schema.types.instance")]:

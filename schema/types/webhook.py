@@ -5,15 +5,17 @@ from datetime import datetime
 import strawberry
 
 from models import Webhook as WebhookRow
+from schema.types.node import Node
+from services.ids import global_id
 
 
 @strawberry.type(description="where your reminders are POSTed, signed with its secret")
-class Webhook:
+class Webhook(Node):
     row: strawberry.Private[WebhookRow]
 
     @strawberry.field
     def id(self) -> strawberry.ID:
-        return strawberry.ID(str(self.row.id))
+        return strawberry.ID(global_id("Webhook", self.row.id))
 
     @strawberry.field
     def url(self) -> str:

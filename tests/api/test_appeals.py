@@ -19,6 +19,7 @@ from tests.harness import (
     create_open_task,
     open_schedule,
     partner_pair,
+    row_key,
 )
 
 APPEAL = """mutation($v: ID, $i: ID, $note: String) {
@@ -56,7 +57,7 @@ async def settle(database_url: str, instance_id: str, status: str, hours_ago: fl
         await conn.execute(
             "UPDATE task_instances SET status = $2, settled_at = now() - make_interval(secs => $3),"
             " fire_at = NULL, link_for = NULL WHERE id = $1",
-            uuid.UUID(instance_id),
+            uuid.UUID(row_key(instance_id)),
             status,
             hours_ago * 3600,
         )

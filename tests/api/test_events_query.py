@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from tests.api.test_live import make_partners
-from tests.harness import ApiClient, GraphQLFailure, WorkerProcess
+from tests.harness import ApiClient, GraphQLFailure, WorkerProcess, event_id, event_position, row_key
 
 EVENTS = """query($after: ID, $first: Int, $before: ID, $last: Int, $userId: ID, $taskId: ID) {
   events(after: $after, first: $first, before: $before, last: $last, userId: $userId, taskId: $taskId) {
@@ -57,9 +57,9 @@ async def task_with_history(
         " SELECT t, now(), $2, $3, $4, $5, 'PENDING', now() FROM unnest($1::text[]) WITH ORDINALITY AS x(t, n)"
         " ORDER BY n RETURNING id",
         TYPES,
-        owner["id"],
-        task["id"],
-        task["currentInstance"]["id"],
+        row_key(owner["id"]),
+        row_key(task["id"]),
+        row_key(task["currentInstance"]["id"]),
         title,
     )
     event_ids = [row["id"] for row in rows]
@@ -67,7 +67,7 @@ async def task_with_history(
     while time.monotonic() < deadline:
         positions = await db.fetch("SELECT position FROM events WHERE id = ANY($1) ORDER BY id", event_ids)
         if all(row["position"] is not None for row in positions):
-            return task["id"], [str(row["position"]) for row in positions]
+            return task["id"], [event_id(row["position"]) for row in positions]
         await asyncio.sleep(0.2)
     raise AssertionError("the pump did not position the events")
 
@@ -89,7 +89,7 @@ async def test_partners_see_the_history_of_those_they_partner_for_and_nobody_els
     _, other_events = await task_with_history(api, db, other_token, other, "Swim")
 
     assert await ids(api, owner_token) == owner_events  # own history, oldest first
-    assert await ids(api, partner_token) == sorted(owner_events + other_events, key=int)
+    assert await ids(api, partner_token) == sorted(owner_events + other_events, key=event_position)
     assert await ids(api, partner_token, userId=other["id"]) == other_events
     assert await ids(api, partner_token, taskId=task_id) == owner_events
     assert await ids(api, stranger_token) == []

@@ -16,8 +16,17 @@ from typing import Any
 import asyncpg
 import pytest
 
+from services.ids import global_id
 from tests.api.test_read_statements import counted
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port, partner_pair
+from tests.harness import (
+    ApiClient,
+    GraphQLFailure,
+    ServerProcess,
+    create_open_task,
+    free_port,
+    partner_pair,
+    row_key,
+)
 
 # (days ago, status) of task A, oldest first; each is due that many days and one hour before now
 HISTORY_A = [
@@ -70,7 +79,7 @@ async def write_history(
             "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
             " status, settled_at, created_at, link_no) VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0)",
             [
-                (uuid.UUID(row.id), uuid.UUID(task_id), n - len(rows), row.due, row.status)
+                (uuid.UUID(row.id), uuid.UUID(row_key(task_id)), n - len(rows), row.due, row.status)
                 for n, row in enumerate(rows)
             ],
         )
@@ -84,7 +93,7 @@ async def start_partnerships_at(database_url: str, owner_id: str, at: datetime) 
     conn = await asyncpg.connect(database_url)
     try:
         await conn.execute(
-            "UPDATE partnerships SET responded_at = $1 WHERE user_id = $2", at, uuid.UUID(owner_id)
+            "UPDATE partnerships SET responded_at = $1 WHERE user_id = $2", at, uuid.UUID(row_key(owner_id))
         )
     finally:
         await conn.close()
@@ -110,7 +119,7 @@ def expected_calendar(rows: list[Written], first: date, last: date) -> list[dict
                 "rejected": count("REJECTED"),
                 "canceled": count("CANCELED"),
                 "open": count("PENDING", "PENDING_REVIEW"),
-                "instances": [{"id": e.id, "status": e.status} for e in entries],
+                "instances": [{"id": global_id("TaskInstance", e.id), "status": e.status} for e in entries],
             }
         )
     return days
@@ -121,7 +130,7 @@ async def open_written(api: ApiClient, token: str, task_id: str, instance_id: st
         "query($id: ID!) { instance(id: $id) { dueAt status } }", {"id": instance_id}, token=token
     )
     due = datetime.fromisoformat(data["instance"]["dueAt"]).astimezone(UTC)
-    return Written(instance_id, due, data["instance"]["status"])
+    return Written(row_key(instance_id), due, data["instance"]["status"])
 
 
 async def test_owner_and_partner_read_the_figures_of_a_known_history(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.test_progress import HISTORY_A, USER_PROGRESS, Written, expected_calendar
-from tests.harness import ApiClient, ServerProcess, create_open_task, free_port, run_cli
+from tests.harness import ApiClient, ServerProcess, create_open_task, free_port, row_key, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +36,16 @@ def write_history(database: Path, task_id: str, open_id: str) -> list[Written]:
     now = datetime.now(UTC)
     rows = [Written(str(uuid.uuid4()), now - timedelta(days=ago, hours=1), s) for ago, s in HISTORY_A]
     with sqlite3.connect(database) as db:
-        (stored,) = db.execute("SELECT due_at FROM task_instances WHERE id = ?", (open_id,)).fetchone()
+        (stored,) = db.execute(
+            "SELECT due_at FROM task_instances WHERE id = ?", (row_key(open_id),)
+        ).fetchone()
         # the server's own text form of an instant, so comparisons in SQL order as instants
         separator = "T" if "T" in stored else " "
         db.executemany(
             "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
             " status, settled_at, created_at, link_no) VALUES (?1, ?2, ?3, 1, ?4, ?4, ?4, ?5, ?4, ?4, 0)",
             [
-                (row.id, task_id, n - len(rows), row.due.isoformat(sep=separator), row.status)
+                (row.id, row_key(task_id), n - len(rows), row.due.isoformat(sep=separator), row.status)
                 for n, row in enumerate(rows)
             ],
         )
@@ -57,7 +59,9 @@ async def test_progress_on_sqlite(embedded: tuple[ServerProcess, Path]) -> None:
     task_id, open_id = await create_open_task(api, token, "PHOTO")
     rows = write_history(database, task_id, open_id)
     due = await api.execute("query($id: ID!) { instance(id: $id) { dueAt } }", {"id": open_id}, token=token)
-    rows.append(Written(open_id, datetime.fromisoformat(due["instance"]["dueAt"]).astimezone(UTC), "PENDING"))
+    rows.append(
+        Written(row_key(open_id), datetime.fromisoformat(due["instance"]["dueAt"]).astimezone(UTC), "PENDING")
+    )
     today = datetime.now(UTC).date()
     first, last = today - timedelta(days=11), today + timedelta(days=1)
 

@@ -24,6 +24,7 @@ from tests.harness import (
     file_var,
     free_port,
     partner_pair,
+    row_key,
     upload,
 )
 from tests.mailbox import Mailbox
@@ -91,7 +92,7 @@ async def add_history(database_url: str, task_id: str) -> None:
                 " status, settled_at, created_at, link_no)"
                 " VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0)",
                 uuid.uuid4(),
-                uuid.UUID(task_id),
+                uuid.UUID(row_key(task_id)),
                 -len(HISTORY) + n,  # before the open instance's seq, oldest first
                 due,
                 status,

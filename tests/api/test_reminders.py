@@ -38,6 +38,7 @@ from tests.harness import (
     WorkerProcess,
     free_port,
     migrated_database,
+    row_key,
     task_rules,
 )
 from tests.mailbox import Mailbox
@@ -269,7 +270,8 @@ async def test_a_webhook_whose_name_now_resolves_privately_is_refused_at_deliver
         conn = await asyncpg.connect(env["PROOFLOOP_DATABASE_URL"])
         try:
             await conn.execute(
-                "UPDATE webhooks SET url = 'https://10.0.0.1/hook' WHERE id = $1::uuid", hook["webhook"]["id"]
+                "UPDATE webhooks SET url = 'https://10.0.0.1/hook' WHERE id = $1::uuid",
+                row_key(hook["webhook"]["id"]),
             )
         finally:
             await conn.close()

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.api.reminder_support import REGISTER_WEBHOOK
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess
+from tests.harness import ApiClient, GraphQLFailure, ServerProcess, row_key
 
 # each reaches an internal IPv4 through a translating router, or is internal IPv6 itself
 INTERNAL_ADDRESSES = [
@@ -118,7 +118,9 @@ async def test_thirty_concurrent_registrations_store_exactly_the_quota(
     assert len(refused) == 25 and {r.code for r in refused} == {"CONFLICT"}
     conn = await asyncpg.connect(database_url)
     try:
-        rows = await conn.fetchval("SELECT count(*) FROM webhooks WHERE owner_id = $1::uuid", user["id"])
+        rows = await conn.fetchval(
+            "SELECT count(*) FROM webhooks WHERE owner_id = $1::uuid", row_key(user["id"])
+        )
     finally:
         await conn.close()
     assert rows == 5

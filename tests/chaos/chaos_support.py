@@ -20,6 +20,7 @@ import asyncpg
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
+from services.ids import event_ids
 from tests.chain_support import short_schedule
 from tests.chaos.private_services import PrivatePostgres, PrivateRedis, free_port
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, run_cli
@@ -55,6 +56,11 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
 
 
+SECRET_KEY = "chaos-secret-key"
+# event ids are enciphered positions: the checks below compare them with the table's positions
+EVENT_IDS = event_ids(SECRET_KEY)
+
+
 class ResumingFeed:
     """A subscriber as a careful client is: on any disconnect it resubscribes `after` the last event."""
 
@@ -62,6 +68,7 @@ class ResumingFeed:
         self.url = url.replace("http://", "ws://") + "/graphql"
         self.token = token
         self.positions: list[int] = []
+        self.last_id = "0"
         self.reconnects = 0
 
     async def run(self) -> None:
@@ -84,10 +91,10 @@ class ResumingFeed:
         client = Client(transport=transport, fetch_schema_from_transport=False)
         session = await client.connect_async()  # type: ignore[no-untyped-call]
         try:
-            after = str(self.positions[-1]) if self.positions else "0"
-            request = GraphQLRequest(SUBSCRIBE, variable_values={"after": after})
+            request = GraphQLRequest(SUBSCRIBE, variable_values={"after": self.last_id})
             async for result in session.subscribe(request):
-                self.positions.append(int(result["verificationEvents"]["id"]))
+                self.last_id = result["verificationEvents"]["id"]
+                self.positions.append(EVENT_IDS.decode(self.last_id) or 0)
         finally:
             with contextlib.suppress(Exception):
                 await client.close_async()  # type: ignore[no-untyped-call]
@@ -116,7 +123,7 @@ class ChaosRun:
             "PROOFLOOP_REDIS_URL": redis.url,
             "PROOFLOOP_DATA_DIR": str(self.data_dir),
             "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
-            "PROOFLOOP_SECRET_KEY": "chaos-secret-key",
+            "PROOFLOOP_SECRET_KEY": SECRET_KEY,
             "PROOFLOOP_WORKER_METRICS_PORT": str(self.metrics_port),
             # shorter than the short form's pause, so fires in flight fail fast and leave their rows owed
             "PROOFLOOP_DATABASE_STATEMENT_TIMEOUT_SECONDS": "2",

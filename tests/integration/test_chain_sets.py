@@ -16,7 +16,7 @@ import pytest
 from services.chain_links import FIRE_ACTOR, batched_link_messages
 from services.messaging import Outgoing, send
 from tests.chain_support import create_short_task, eventually, instances_of, settle_events
-from tests.harness import ApiClient, WorkerProcess
+from tests.harness import ApiClient, WorkerProcess, row_key
 
 EVENTS = "query($t: ID) { events(taskId: $t, first: 50) { id type instance { id } } }"
 
@@ -44,7 +44,7 @@ async def _status(db: asyncpg.Connection, task: dict[str, Any]) -> str:
 
 async def _invariants(api: ApiClient, token: str, db: asyncpg.Connection, task: dict[str, Any]) -> None:
     """One settling event per instance, one PENDING instance if ACTIVE, events positioned and readable."""
-    state = await db.fetchval("SELECT state FROM tasks WHERE id = $1", task["id"])
+    state = await db.fetchval("SELECT state FROM tasks WHERE id = $1", row_key(task["id"]))
     statuses = [r["status"] for r in await instances_of(db, task["id"])]
     assert statuses.count("PENDING") == (1 if state == "ACTIVE" else 0), statuses
     counts = await settle_events(db, task["id"])
@@ -60,7 +60,7 @@ async def _invariants(api: ApiClient, token: str, db: asyncpg.Connection, task: 
 
     await eventually(positioned, 10, "every settling event given its position")
     feed = (await api.execute(EVENTS, {"t": task["id"]}, token=token))["events"]
-    assert settled <= {e["instance"]["id"] for e in feed if e["type"] == "MISSED"}
+    assert settled <= {row_key(e["instance"]["id"]) for e in feed if e["type"] == "MISSED"}
 
 
 @pytest.mark.usefixtures("broker")
@@ -107,7 +107,7 @@ async def test_a_row_that_fails_the_set_is_settled_alone_and_the_others_settle(
     tasks = await _hourly_tasks(api, token, 5)
     bad, good = tasks[0], tasks[1:]
     # a corrupt counter: planning its next instance collides with its first (task, seq) and raises
-    await db.execute("UPDATE tasks SET last_seq = 0 WHERE id = $1", bad["id"])
+    await db.execute("UPDATE tasks SET last_seq = 0 WHERE id = $1", row_key(bad["id"]))
     await send(batched_link_messages(await _due_soon(db, tasks)))
 
     async def good_settled() -> bool:
@@ -116,7 +116,7 @@ async def test_a_row_that_fails_the_set_is_settled_alone_and_the_others_settle(
     await eventually(good_settled, 20, "the good rows settled one by one after the set failed")
     assert re.search(r"settling \d+ instances as a set failed", worker.log())
     assert await _status(db, bad) == "PENDING"  # it still owes the work: the pump will resend it
-    await db.execute("UPDATE tasks SET last_seq = 1 WHERE id = $1", bad["id"])
+    await db.execute("UPDATE tasks SET last_seq = 1 WHERE id = $1", row_key(bad["id"]))
 
     async def bad_settled() -> bool:
         return await _status(db, bad) == "MISSED"
@@ -135,9 +135,11 @@ async def test_stale_rows_in_a_set_are_canceled_without_an_event_or_a_next_insta
     deleted, paused, reversioned, live = tasks
     links = await _due_soon(db, tasks)
     # as an edit racing the fire leaves them: the chain moved on without this row
-    await db.execute("UPDATE tasks SET deleted_at = now() WHERE id = $1", deleted["id"])
-    await db.execute("UPDATE tasks SET state = 'PAUSED' WHERE id = $1", paused["id"])
-    await db.execute("UPDATE tasks SET chain_version = chain_version + 1 WHERE id = $1", reversioned["id"])
+    await db.execute("UPDATE tasks SET deleted_at = now() WHERE id = $1", row_key(deleted["id"]))
+    await db.execute("UPDATE tasks SET state = 'PAUSED' WHERE id = $1", row_key(paused["id"]))
+    await db.execute(
+        "UPDATE tasks SET chain_version = chain_version + 1 WHERE id = $1", row_key(reversioned["id"])
+    )
     await send(batched_link_messages(links))
 
     async def all_settled() -> bool:
@@ -190,13 +192,13 @@ async def test_a_set_plans_reminders_and_leaves_a_due_waiting_change_to_its_own_
     tasks = await _hourly_tasks(api, token, 4)
     reminded, changing = tasks[:2], tasks[3]
     for task in reminded:  # "a minute before due", as updateTask stores it
-        await db.execute("UPDATE tasks SET reminders = '[[\"DUE\", 60]]' WHERE id = $1", task["id"])
+        await db.execute("UPDATE tasks SET reminders = '[[\"DUE\", 60]]' WHERE id = $1", row_key(task["id"]))
     links = await _due_soon(db, tasks)
     # a pause that waited out the commitment horizon and comes due with the deadline: settling the row
     # MISSED under the old rules would be wrong, the pause applies first and cancels it
     await db.execute(
         "UPDATE tasks SET pending_change = '{\"pause\": true}', pending_effective_at = $2 WHERE id = $1",
-        changing["id"],
+        row_key(changing["id"]),
         links[0][2],
     )
     await send(batched_link_messages(links))
@@ -206,14 +208,14 @@ async def test_a_set_plans_reminders_and_leaves_a_due_waiting_change_to_its_own_
 
     await eventually(all_settled, 20, "every row settled")
     assert [r["status"] for r in await instances_of(db, changing["id"])] == ["CANCELED"]
-    assert await db.fetchval("SELECT state FROM tasks WHERE id = $1", changing["id"]) == "PAUSED"
+    assert await db.fetchval("SELECT state FROM tasks WHERE id = $1", row_key(changing["id"])) == "PAUSED"
     settled = [(await instances_of(db, t["id"]))[0]["settled_at"] for t in tasks[:3]]
     assert len(set(settled)) == 1  # the three others shared one transaction: the set path
     for task in reminded:
         pending = (await instances_of(db, task["id"]))[-1]
         assert pending["status"] == "PENDING"
         reminders = await db.fetch(
-            "SELECT remind_at FROM instance_reminders WHERE instance_id = $1", pending["id"]
+            "SELECT remind_at FROM instance_reminders WHERE instance_id = $1", row_key(pending["id"])
         )
         assert [r["remind_at"] for r in reminders] == [pending["due_at"] - timedelta(seconds=60)]
     for task in tasks[:3]:

@@ -18,7 +18,7 @@ import pytest
 from services.messaging import Outgoing, send
 from services.reminders import FIRE_ACTOR, reminder_messages
 from tests.chain_support import create_short_task, eventually, instances_of
-from tests.harness import ApiClient, WorkerProcess
+from tests.harness import ApiClient, WorkerProcess, row_key
 
 Link = tuple[str, int, datetime]
 
@@ -99,16 +99,16 @@ async def test_reminders_of_instances_no_longer_pending_are_dropped_from_the_set
     proved, paused, deleted, live = tasks[0], tasks[1], tasks[2], tasks[3:]
     await db.execute(
         "UPDATE task_instances SET status = 'VERIFIED', settled_at = now(), fire_at = NULL WHERE task_id = $1",
-        proved["id"],
+        row_key(proved["id"]),
     )
-    await db.execute("UPDATE tasks SET state = 'PAUSED' WHERE id = $1", paused["id"])
-    await db.execute("UPDATE tasks SET deleted_at = now() WHERE id = $1", deleted["id"])
+    await db.execute("UPDATE tasks SET state = 'PAUSED' WHERE id = $1", row_key(paused["id"]))
+    await db.execute("UPDATE tasks SET deleted_at = now() WHERE id = $1", row_key(deleted["id"]))
     await send(reminder_messages(links))
     rows = {r["task_id"]: r for r in await _wait_settled(db, links)}
     for task in (proved, paused, deleted):
-        assert rows[task["id"]]["fired_at"] is None and rows[task["id"]]["events"] == 0
+        assert rows[row_key(task["id"])]["fired_at"] is None and rows[row_key(task["id"])]["events"] == 0
     for task in live:
-        assert rows[task["id"]]["fired_at"] is not None and rows[task["id"]]["events"] == 1
+        assert rows[row_key(task["id"])]["fired_at"] is not None and rows[row_key(task["id"])]["events"] == 1
 
 
 @pytest.mark.usefixtures("broker")
@@ -132,11 +132,11 @@ async def test_a_row_that_fails_the_set_is_fired_alone_and_the_others_fire(
 
         async def others_fired() -> bool:
             rows = {r["task_id"]: r for r in await _reminders(db, links)}
-            return all(rows[t["id"]]["events"] == 1 for t in tasks[1:])
+            return all(rows[row_key(t["id"])]["events"] == 1 for t in tasks[1:])
 
         await eventually(others_fired, 20, "the good reminders fired one by one after the set failed")
         assert re.search(r"firing \d+ reminders as a set failed", worker.log())
-        bad = {r["task_id"]: r for r in await _reminders(db, links)}[tasks[0]["id"]]
+        bad = {r["task_id"]: r for r in await _reminders(db, links)}[row_key(tasks[0]["id"])]
         assert bad["fire_at"] is not None and bad["events"] == 0  # still owed: the pump resends it
     finally:
         await db.execute(f"DROP TRIGGER {trigger} ON events; DROP FUNCTION {trigger}()")

@@ -23,7 +23,7 @@ from services.messaging import send
 from services.reminders import reminder_messages
 from tests.chain_support import CREATE, eventually, short_schedule
 from tests.chaos.private_services import PrivateRedis
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, run_cli
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
 
 
 @dataclass
@@ -85,7 +85,7 @@ async def _herd(embedded: Embedded, count: int) -> tuple[list[str], list[tuple[s
                 " link_no, link_for, linked_at) VALUES (?, ?, 'DUE', 900, ?, ?, 1, ?, ?)",
                 (
                     reminder_id,
-                    task["currentInstance"]["id"],
+                    row_key(task["currentInstance"]["id"]),
                     *[_stored(at) for at in (due, due, due, datetime.now(UTC))],
                 ),
             )
