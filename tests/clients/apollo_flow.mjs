@@ -46,9 +46,9 @@ const TASKS = gql`
     }
   }
 `;
-const TASK = gql`
-  query Task($id: ID!) {
-    task(id: $id) { id title state }
+const NODE = gql`
+  query Node($id: ID!) {
+    node(id: $id) { id ... on Task { title state } }
   }
 `;
 const SUBMIT_PHOTO = gql`
@@ -131,7 +131,7 @@ async function flow(options) {
   const merged = ids(client.readQuery({ query: TASKS, variables: { first: 2 } }).tasks);
 
   step("refetch");
-  const refetched = (await client.query({ query: TASK, variables: { id: created[1].id }, fetchPolicy: "network-only" })).data.task;
+  const refetched = (await client.query({ query: NODE, variables: { id: created[1].id }, fetchPolicy: "network-only" })).data.node;
 
   // a live event over graphql-ws: "0" replays this new account's feed from its start, then goes live
   step("live event");

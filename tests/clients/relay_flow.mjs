@@ -10,7 +10,8 @@ import Events from "./relay/__generated__/RelayFlowEventsSubscription.graphql.js
 import Login from "./relay/__generated__/RelayFlowLoginMutation.graphql.js";
 import Register from "./relay/__generated__/RelayFlowRegisterMutation.graphql.js";
 import SubmitPhoto from "./relay/__generated__/RelayFlowSubmitPhotoMutation.graphql.js";
-import Task from "./relay/__generated__/RelayFlowTaskQuery.graphql.js";
+import TaskFragment from "./relay/__generated__/RelayFlowTask_task.graphql.js";
+import TaskRefetch from "./relay/__generated__/RelayFlowTaskRefetchQuery.graphql.js";
 import Tasks from "./relay/__generated__/RelayFlowTasksQuery.graphql.js";
 import { collect, main, newAccount, photoFile, photoTaskInput, proofSeen, step } from "./flow_support.mjs";
 
@@ -25,6 +26,7 @@ const {
   commitMutation,
   createOperationDescriptor,
   fetchQuery,
+  getSelector,
   requestSubscription,
 } = RelayRuntime;
 
@@ -134,7 +136,9 @@ async function flow(options) {
   const connection = connectionIds(environment, "RelayFlow_tasks");
 
   step("refetch");
-  const refetched = (await fetchQuery(environment, Task, { id: created[1].id }, { fetchPolicy: "network-only" }).toPromise()).task;
+  // what useRefetchableFragment does: the generated node(id:) query, then the fragment read from the store
+  const fragmentRef = (await fetchQuery(environment, TaskRefetch, { id: created[1].id }, { fetchPolicy: "network-only" }).toPromise()).node;
+  const refetched = environment.lookup(getSelector(TaskFragment, fragmentRef)).data;
 
   step("live event");
   const live = collect(subscription(environment, { after: "0" }), proofSeen(created[0].id));

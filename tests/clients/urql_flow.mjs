@@ -43,9 +43,9 @@ const TASKS = gql`
     }
   }
 `;
-const TASK = gql`
-  query Task($id: ID!) {
-    task(id: $id) { id title state }
+const NODE = gql`
+  query Node($id: ID!) {
+    node(id: $id) { id ... on Task { title state } }
   }
 `;
 const SUBMIT_PHOTO = gql`
@@ -137,7 +137,7 @@ async function flow(options) {
   const merged = ids((await run(client.query(TASKS, { first: 2 }, { requestPolicy: "cache-only" }))).tasks);
 
   step("refetch");
-  const refetched = (await run(client.query(TASK, { id: created[1].id }, { requestPolicy: "network-only" }))).task;
+  const refetched = (await run(client.query(NODE, { id: created[1].id }, { requestPolicy: "network-only" }))).node;
 
   step("live event");
   const live = collect(observe(client.subscription(EVENTS, { after: "0" })), proofSeen(created[0].id));

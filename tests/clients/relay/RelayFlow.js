@@ -1,4 +1,5 @@
-// The Relay flow's documents, compiled by relay-compiler into ./__generated__ (`npm run relay`).
+// The Relay flow's documents, compiled by relay-compiler into ./__generated__ (`npm run relay`), CommonJS
+// there (its package.json) since generated imports name no file extension.
 // Never executed: relay_flow.mjs imports the compiled artifacts.
 import { graphql } from "relay-runtime";
 
@@ -29,9 +30,12 @@ graphql`
   }
 `;
 
+// refetched by its global id: relay-compiler makes RelayFlowTaskRefetchQuery, node(id:) around the fragment
 graphql`
-  query RelayFlowTaskQuery($id: ID!) {
-    task(id: $id) { id title state }
+  fragment RelayFlowTask_task on Task @refetchable(queryName: "RelayFlowTaskRefetchQuery") {
+    id
+    title
+    state
   }
 `;
 

@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<3b72c62322ba40c08ed1000ddbdcebb6>>
+ * @generated SignedSource<<1c346f1b90324676585b73fa63f48f4c>>
  * @lightSyntaxTransform
  */
 
@@ -91,4 +91,4 @@ return {
 
 node.hash = "5233e90bb0174a94de8a9fbb03f87ddd";
 
-export default node;
+module.exports = node;

@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<333d22562ecb8d64722fe02df7f1a4f0>>
+ * @generated SignedSource<<9d01cdbcb766aa8b22aee6a35ca9362a>>
  * @lightSyntaxTransform
  */
 
@@ -102,4 +102,4 @@ return {
 
 node.hash = "317b8e8d6a1e3b2334e2d98176f63eba";
 
-export default node;
+module.exports = node;

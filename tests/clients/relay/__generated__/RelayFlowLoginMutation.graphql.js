@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<6bf2f231c1d3a04e99012612dce8d599>>
+ * @generated SignedSource<<c8e91e66676f86c59d6e3317f02b2372>>
  * @lightSyntaxTransform
  */
 
@@ -113,4 +113,4 @@ return {
 
 node.hash = "94459858a9276fea565588921a9528b8";
 
-export default node;
+module.exports = node;

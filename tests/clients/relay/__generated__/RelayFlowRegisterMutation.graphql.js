@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<febcfd2245a9f82714fc05f725614048>>
+ * @generated SignedSource<<6f9cc898328f13ea923208b02b222bd0>>
  * @lightSyntaxTransform
  */
 
@@ -115,4 +115,4 @@ return {
 
 node.hash = "5420442244fe1d952fa3f165804dc791";
 
-export default node;
+module.exports = node;

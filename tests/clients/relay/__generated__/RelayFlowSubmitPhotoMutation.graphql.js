@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<067d10374be35caf9dca6d05d7b89fff>>
+ * @generated SignedSource<<10e29421945f33f2794524292d816809>>
  * @lightSyntaxTransform
  */
 
@@ -95,4 +95,4 @@ return {
 
 node.hash = "e2caf6baa7bc356a3d59f377bd407260";
 
-export default node;
+module.exports = node;

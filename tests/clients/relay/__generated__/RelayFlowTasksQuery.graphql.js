@@ -1,5 +1,5 @@
 /**
- * @generated SignedSource<<6ce16da6b4dca629e61f9fe71a66d7fb>>
+ * @generated SignedSource<<841c7660c1b6a9abd7a9e5a141c5a4b9>>
  * @lightSyntaxTransform
  */
 
@@ -185,4 +185,4 @@ return {
 
 node.hash = "a92efb1d18622175ee4e75f25d86008b";
 
-export default node;
+module.exports = node;
