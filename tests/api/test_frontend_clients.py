@@ -20,6 +20,7 @@ from tests.harness import ROOT, ApiClient, ServerProcess, WorkerProcess
 CLIENTS = ROOT / "tests" / "clients"
 TASKS = 5
 PAGE = 2
+PAGING_ARGUMENTS = '{ __type(name: "Query") { fields { name args { name } } } }'
 HISTORY = '{ events(after: "0", first: 100) { id type verification { id } } }'
 
 pytestmark = pytest.mark.skipif(
@@ -96,6 +97,21 @@ async def check_flow(server: ServerProcess, result: dict[str, Any]) -> None:
     assert seen == [e["id"] for e in history][: len(seen)]  # replayed without a gap, nothing twice
 
 
+async def pages_backward(server: ServerProcess) -> bool:
+    """Whether tasks() takes last/before: the flows page backward too where it does."""
+    async with ApiClient(server.url) as api:
+        fields = (await api.execute(PAGING_ARGUMENTS))["__type"]["fields"]
+    tasks = next(f for f in fields if f["name"] == "tasks")
+    return {"last", "before"} <= {a["name"] for a in tasks["args"]}
+
+
+def check_backward(result: dict[str, Any]) -> None:
+    newest_first = list(reversed(result["created"]))
+    ends = range(TASKS, 0, -PAGE)
+    assert result["backward"]["pages"] == [newest_first[max(0, end - PAGE) : end] for end in ends]
+    assert result["backward"]["merged"] == newest_first
+
+
 def assert_same_start(over_http: list[dict[str, Any]], live: list[dict[str, Any]]) -> None:
     """The HTTP subscription, replayed from the start, begins with the events the websocket saw live."""
     assert [e["id"] for e in over_http][: len(live)] == [e["id"] for e in live]
@@ -110,16 +126,22 @@ def assert_persisted_queries_hit(requests: dict[str, int]) -> None:
 
 
 async def test_apollo_client(server: ServerProcess, worker: WorkerProcess, photos: list[Path]) -> None:
-    result = await run_flow("apollo_flow.mjs", server, photos, apq=True)
+    backward = await pages_backward(server)
+    result = await run_flow("apollo_flow.mjs", server, photos, apq=True, backward=backward)
     await check_flow(server, result)
+    if backward:
+        check_backward(result)
     assert_same_start(result["overHttp"], result["liveEvents"])
     assert result["requests"]["multipart"] >= 2  # the photos went as GraphQL multipart requests
     assert_persisted_queries_hit(result["requests"])
 
 
 async def test_urql_with_graphcache(server: ServerProcess, worker: WorkerProcess, photos: list[Path]) -> None:
-    result = await run_flow("urql_flow.mjs", server, photos, apq=True)
+    backward = await pages_backward(server)
+    result = await run_flow("urql_flow.mjs", server, photos, apq=True, backward=backward)
     await check_flow(server, result)
+    if backward:
+        check_backward(result)
     assert_same_start(result["overHttp"], result["liveEvents"])
     assert result["requests"]["multipart"] >= 2
     assert_persisted_queries_hit(result["requests"])

@@ -51,6 +51,15 @@ const NODE = gql`
     node(id: $id) { id ... on Task { title state } }
   }
 `;
+// backward from the newest: only where the API pages both ways (options.backward)
+const TASKS_BACK = gql`
+  query TasksBack($last: Int, $before: String) {
+    tasks(last: $last, before: $before) {
+      edges { cursor node { id title } }
+      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+    }
+  }
+`;
 const SUBMIT_PHOTO = gql`
   mutation SubmitPhoto($instanceId: ID!, $photo: Upload!) {
     submitPhoto(instanceId: $instanceId, photo: $photo) { id status method }
@@ -95,6 +104,23 @@ function apolloClient(options, session, counts) {
 
 const ids = (connection) => connection.edges.map((edge) => edge.node.id);
 
+// pages back from the end with fetchMore({before}); relayStylePagination puts each in front of the last
+async function pageBackward(client) {
+  const watched = client.watchQuery({ query: TASKS_BACK, variables: { last: 2 } });
+  let watching;
+  const lastPage = new Promise((resolve, reject) => {
+    watching = watched.subscribe({ next: (r) => r.dataState === "complete" && resolve(r), error: reject });
+  });
+  let page = (await lastPage).data.tasks;
+  const pages = [ids(page)];
+  while (page.pageInfo.hasPreviousPage) {
+    page = (await watched.fetchMore({ variables: { before: page.pageInfo.startCursor } })).data.tasks;
+    pages.push(ids(page));
+  }
+  watching.unsubscribe();
+  return { pages, merged: ids(client.readQuery({ query: TASKS_BACK, variables: { last: 2 } }).tasks) };
+}
+
 async function flow(options) {
   loadDevMessages();
   loadErrorMessages();
@@ -129,6 +155,8 @@ async function flow(options) {
   }
   watching.unsubscribe();
   const merged = ids(client.readQuery({ query: TASKS, variables: { first: 2 } }).tasks);
+
+  const backward = options.backward ? await pageBackward(client) : null;
 
   step("refetch");
   const refetched = (await client.query({ query: NODE, variables: { id: created[1].id }, fetchPolicy: "network-only" })).data.node;
@@ -165,6 +193,7 @@ async function flow(options) {
     created: created.map((task) => task.id),
     pages,
     merged,
+    backward,
     refetched,
     proofs: [firstProof, secondProof],
     liveEvents,

@@ -48,6 +48,15 @@ const NODE = gql`
     node(id: $id) { id ... on Task { title state } }
   }
 `;
+// backward from the newest: only where the API pages both ways (options.backward)
+const TASKS_BACK = gql`
+  query TasksBack($last: Int, $before: String) {
+    tasks(last: $last, before: $before) {
+      edges { cursor node { id title } }
+      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+    }
+  }
+`;
 const SUBMIT_PHOTO = gql`
   mutation SubmitPhoto($instanceId: ID!, $photo: Upload!) {
     submitPhoto(instanceId: $instanceId, photo: $photo) { id status method }
@@ -74,7 +83,7 @@ function urqlClient(options, session, counts, networkPages) {
   const pages = mapExchange({
     onResult(result) {
       const name = result.operation.query.definitions[0].name?.value;
-      if (name === "Tasks" && result.operation.context.requestPolicy !== "cache-only") networkPages.push(result.data.tasks);
+      if ((name === "Tasks" || name === "TasksBack") && result.operation.context.requestPolicy !== "cache-only") networkPages.push(result.data.tasks);
     },
   });
   const exchanges = [
@@ -110,6 +119,21 @@ const observe = (source) => (observer) =>
 
 const ids = (connection) => connection.edges.map((edge) => edge.node.id);
 
+// pages back from the end with `before` (read from the network's pages: relayPagination answers with every
+// page cached); it joins them with the forward ones
+async function pageBackward(client, networkPages) {
+  const seen = networkPages.length;
+  // network-only: the forward pages already cached would answer the last page
+  const fresh = { requestPolicy: "network-only" };
+  await run(client.query(TASKS_BACK, { last: 2 }, fresh));
+  while (networkPages.at(-1).pageInfo.hasPreviousPage) {
+    await run(client.query(TASKS_BACK, { last: 2, before: networkPages.at(-1).pageInfo.startCursor }, fresh));
+  }
+  const pages = networkPages.splice(seen).map(ids);
+  const merged = ids((await run(client.query(TASKS_BACK, { last: 2 }, { requestPolicy: "cache-only" }))).tasks);
+  return { pages, merged };
+}
+
 async function flow(options) {
   const counts = newCounts();
   const session = { token: null, connections: 0 };
@@ -135,6 +159,8 @@ async function flow(options) {
     page = (await run(client.query(TASKS, { first: 2, after: page.pageInfo.endCursor }))).tasks;
   }
   const merged = ids((await run(client.query(TASKS, { first: 2 }, { requestPolicy: "cache-only" }))).tasks);
+
+  const backward = options.backward ? await pageBackward(client, networkPages) : null;
 
   step("refetch");
   const refetched = (await run(client.query(NODE, { id: created[1].id }, { requestPolicy: "network-only" }))).node;
@@ -164,6 +190,7 @@ async function flow(options) {
     created: created.map((task) => task.id),
     pages: networkPages.map(ids),
     merged,
+    backward,
     refetched,
     proofs: [firstProof, secondProof],
     liveEvents,
