@@ -31,7 +31,7 @@ from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.file_uploads.utils import replace_placeholders_with_files
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.http.base import BaseRequestProtocol
-from strawberry.http.streaming import HTTPStreamTransport, SSETransport
+from strawberry.http.streaming import HTTPStreamTransport
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
@@ -40,9 +40,11 @@ from strawberry.types.unset import UnsetType
 from observability.outages import outage
 from schema.context import Context
 from schema.errors import UNAVAILABLE, unavailable, unavailable_after
+from schema.parse_cache import is_subscription
 from services.accounts import bearer_token
 from services.errors import ServiceUnavailable, Unauthenticated
 from settings import Settings
+from web.event_stream import LineFeedSSETransport
 from web.graphiql import graphiql_response
 from web.http_streams import MultipartSubscriptions
 from web.origins import AllowedOrigins
@@ -94,6 +96,13 @@ def response_media_type(accept: str) -> str:
         if media in (GRAPHQL_RESPONSE_JSON, "application/json"):
             return media
     return "application/json"
+
+
+def takes_json(accept: str) -> bool:
+    return any(
+        part.split(";", 1)[0].strip().lower() in (GRAPHQL_RESPONSE_JSON, "application/json")
+        for part in accept.split(",")
+    )
 
 
 def _request_part(reason: str) -> str:
@@ -265,7 +274,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         # Strawberry's transports with our heartbeat interval (proxies drop idle streams)
         multipart = MultipartSubscriptions()
         multipart.heartbeat_interval = self.settings.stream_heartbeat_seconds
-        sse = SSETransport(heartbeat_interval=self.settings.stream_heartbeat_seconds)
+        sse = LineFeedSSETransport(heartbeat_interval=self.settings.stream_heartbeat_seconds)
         wanted = {
             self.stream_transport_classes_by_protocol[p].protocol
             for p in self.protocols
@@ -290,7 +299,17 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 apollo=apollo_hash(data.extensions),
                 learned=request.resources.documents if isinstance(request, _RequestAdapter) else None,
             )
+            if data.protocol != "http" and isinstance(request, _RequestAdapter):
+                await self._answer_json_when_taken(request, data)
         return data
+
+    async def _answer_json_when_taken(self, request: _RequestAdapter, data: GraphQLRequestData) -> None:
+        # urql lists text/event-stream beside JSON for every operation: a query or mutation gets JSON then
+        # (status codes, automatic persisted queries learned); graphql-sse, asking for SSE alone, streams
+        if takes_json(request.headers.get("accept", "")) and not await is_subscription(
+            data.query, data.operation_name, request.resources.documents
+        ):
+            data.protocol = "http"
 
     async def _raw_body(self, request: AsyncHTTPRequestAdapter) -> dict[str, object]:
         # documentId is a top-level member Strawberry does not keep; the body is cached, parsed again here
