@@ -106,6 +106,8 @@ const ids = (connection) => connection.edges.map((edge) => edge.node.id);
 
 // pages back from the end with fetchMore({before}); relayStylePagination puts each in front of the last
 async function pageBackward(client) {
+  // the forward pages above sit under the same cached field, which would answer `last: 2` from the cache
+  client.cache.evict({ id: "ROOT_QUERY", fieldName: "tasks" });
   const watched = client.watchQuery({ query: TASKS_BACK, variables: { last: 2 } });
   let watching;
   const lastPage = new Promise((resolve, reject) => {
