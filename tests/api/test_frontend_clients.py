@@ -151,6 +151,10 @@ async def test_relay_runtime(server: ServerProcess, worker: WorkerProcess, photo
     # the committed artifacts must be what relay-compiler makes of the documents and today's schema
     code, out, err = await node("node_modules/relay-compiler/cli.js", "--validate")
     assert code == 0, out + err
-    result = await run_flow("relay_flow.mjs", server, photos)
+    backward = await pages_backward(server)
+    result = await run_flow("relay_flow.mjs", server, photos, backward=backward)
     await check_flow(server, result)
     assert result["connection"] == result["merged"]  # ConnectionHandler's edges, as the query reads them
+    if backward:
+        check_backward(result)
+        assert result["backward"]["connection"] == result["backward"]["merged"]

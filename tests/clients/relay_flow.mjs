@@ -12,6 +12,7 @@ import Register from "./relay/__generated__/RelayFlowRegisterMutation.graphql.js
 import SubmitPhoto from "./relay/__generated__/RelayFlowSubmitPhotoMutation.graphql.js";
 import TaskFragment from "./relay/__generated__/RelayFlowTask_task.graphql.js";
 import TaskRefetch from "./relay/__generated__/RelayFlowTaskRefetchQuery.graphql.js";
+import TasksBack from "./relay/__generated__/RelayFlowTasksBackQuery.graphql.js";
 import Tasks from "./relay/__generated__/RelayFlowTasksQuery.graphql.js";
 import { collect, main, newAccount, photoFile, photoTaskInput, proofSeen, step } from "./flow_support.mjs";
 
@@ -51,7 +52,7 @@ function relayEnvironment(options, session, networkPages) {
       ...(session.token ? { authorization: `Bearer ${session.token}` } : {}),
     };
     const result = await (await fetch(options.url, { method: "POST", headers, body })).json();
-    if (params.name === "RelayFlowTasksQuery" && result.data) networkPages.push(result.data.tasks);
+    if (Object.hasOwn(networkPages, params.name) && result.data) networkPages[params.name].push(result.data.tasks);
     if (result.errors) throw new Error(JSON.stringify(result.errors));
     return result;
   };
@@ -108,9 +109,25 @@ function connectionIds(environment, key) {
 
 const ids = (connection) => connection.edges.map((edge) => edge.node.id);
 
+// pages back from the end with `before`, the cursor from the page the network returned (fetchQuery answers
+// with the connection as the store holds it); ConnectionHandler puts each page in front of RelayFlowBack_tasks
+async function pageBackward(environment, networkPages) {
+  const sent = networkPages.RelayFlowTasksBackQuery;
+  await fetchQuery(environment, TasksBack, { last: 2, before: null }).toPromise();
+  while (sent.at(-1).pageInfo.hasPreviousPage) {
+    await fetchQuery(environment, TasksBack, { last: 2, before: sent.at(-1).pageInfo.startCursor }).toPromise();
+  }
+  const lastPage = createOperationDescriptor(TasksBack, { last: 2, before: null });
+  return {
+    pages: sent.map(ids),
+    merged: ids(environment.lookup(lastPage.fragment).data.tasks),
+    connection: connectionIds(environment, "RelayFlowBack_tasks"),
+  };
+}
+
 async function flow(options) {
   const session = { token: null, connections: 0 };
-  const networkPages = [];
+  const networkPages = { RelayFlowTasksQuery: [], RelayFlowTasksBackQuery: [] };
   const { environment, wsClient } = relayEnvironment(options, session, networkPages);
   const account = newAccount("relay");
 
@@ -129,11 +146,14 @@ async function flow(options) {
   // each page's payload goes through ConnectionHandler, which appends it to the RelayFlow_tasks connection
   let page = (await fetchQuery(environment, Tasks, { first: 2, after: null }).toPromise()).tasks;
   while (page.pageInfo.hasNextPage) {
-    page = (await fetchQuery(environment, Tasks, { first: 2, after: networkPages.at(-1).pageInfo.endCursor }).toPromise()).tasks;
+    page = (await fetchQuery(environment, Tasks, { first: 2, after: networkPages.RelayFlowTasksQuery.at(-1).pageInfo.endCursor }).toPromise()).tasks;
   }
   const firstPage = createOperationDescriptor(Tasks, { first: 2, after: null });
   const merged = ids(environment.lookup(firstPage.fragment).data.tasks);
   const connection = connectionIds(environment, "RelayFlow_tasks");
+
+  // backward from the newest: only where the API pages both ways (options.backward)
+  const backward = options.backward ? await pageBackward(environment, networkPages) : null;
 
   step("refetch");
   // what useRefetchableFragment does: the generated node(id:) query, then the fragment read from the store
@@ -157,9 +177,10 @@ async function flow(options) {
     token: session.token,
     user: login.user,
     created: created.map((task) => task.id),
-    pages: networkPages.map(ids),
+    pages: networkPages.RelayFlowTasksQuery.map(ids),
     merged,
     connection,
+    backward,
     refetched,
     proofs: [firstProof, secondProof],
     liveEvents,

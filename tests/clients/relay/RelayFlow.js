@@ -30,6 +30,16 @@ graphql`
   }
 `;
 
+// backward from the newest, under a connection of its own: a page with `before` goes in front of it
+graphql`
+  query RelayFlowTasksBackQuery($last: Int, $before: String) {
+    tasks(last: $last, before: $before) @connection(key: "RelayFlowBack_tasks") {
+      edges { cursor node { id title } }
+      pageInfo { hasPreviousPage startCursor }
+    }
+  }
+`;
+
 // refetched by its global id: relay-compiler makes RelayFlowTaskRefetchQuery, node(id:) around the fragment
 graphql`
   fragment RelayFlowTask_task on Task @refetchable(queryName: "RelayFlowTaskRefetchQuery") {
