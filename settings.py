@@ -167,6 +167,7 @@ class Settings(BaseSettings):
         return load_or_create_secret(self.data_dir)
 
 
+@lru_cache(maxsize=8)  # read per signed link and per event id otherwise; a new key needs a restart anyway
 def load_or_create_secret(data_dir: Path) -> str:
     path = data_dir / SECRET_KEY_FILE
     if path.exists():

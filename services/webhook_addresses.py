@@ -7,10 +7,7 @@ request)."""
 
 from __future__ import annotations
 
-import http.client
 import re
-import socket
-import ssl
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from urllib.parse import quote, urlsplit
@@ -150,48 +147,3 @@ async def resolve_checked(
             raise RefusedAddress(str(exc)) from None
     _refused_unless_public(addresses, allow_insecure=allow_insecure)
     return addresses[0]
-
-
-async def checked_address(target: Target, *, allow_insecure: bool, within_seconds: float) -> str:
-    """resolve_checked for one delivery, on a lookup thread of its own that goes with it."""
-    lookups = NameLookups(threads=1, waiting=0)
-    try:
-        return await resolve_checked(
-            target, lookups, allow_insecure=allow_insecure, within_seconds=within_seconds
-        )
-    finally:
-        lookups.close()
-
-
-class _PinnedHTTPS(http.client.HTTPSConnection):
-    """HTTPS to one checked address, with the URL's host for SNI and certificate checks."""
-
-    def __init__(self, target: Target, address: str, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
-        self.address = address
-
-    def connect(self) -> None:
-        sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
-
-
-class _PinnedHTTP(http.client.HTTPConnection):
-    def __init__(self, target: Target, address: str, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout)
-        self.address = address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
-
-
-def post(target: Target, address: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
-    """POST `body` to the target at `address` (blocking; run it off the event loop); the status code."""
-    pinned = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
-    conn = pinned(target, address, timeout)
-    try:
-        conn.request("POST", target.path, body=body, headers=headers)
-        response = conn.getresponse()
-        response.read(64 * 1024)  # a receiver's answer is not ours to buffer whole
-        return response.status
-    finally:
-        conn.close()
