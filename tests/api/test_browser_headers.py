@@ -16,7 +16,7 @@ import httpx
 
 from tests import media_factory
 from tests.api.test_proofs_media import SUBMIT_VIDEO, fetch, submit_photo
-from tests.harness import ApiClient, ServerProcess, create_open_task, file_var, upload
+from tests.harness import ApiClient, ServerProcess, create_open_task, file_var, row_key, upload
 
 
 def directives(policy: str) -> dict[str, list[str]]:
@@ -72,7 +72,7 @@ async def test_media_is_sandboxed_unframeable_and_named_as_media(api: ApiClient)
         assert_unframeable(served)
         policy = directives(served.headers["content-security-policy"])
         assert policy["default-src"] == ["'none'"] and "sandbox" in policy
-        expected = f'inline; filename="proof-{proof["id"]}-{kind}.{extension}"'
+        expected = f'inline; filename="proof-{row_key(proof["id"])}-{kind}.{extension}"'
         assert served.headers["content-disposition"] == expected
     missing = await fetch(api, f"/media/{uuid.uuid4()}")
     assert missing.status_code == 404

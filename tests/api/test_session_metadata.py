@@ -9,7 +9,7 @@ from datetime import datetime
 import asyncpg
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure
+from tests.harness import ApiClient, GraphQLFailure, row_key
 
 SESSIONS = "{ sessions { id current deviceName userAgent createdAt lastUsedAt } }"
 LOGIN = """mutation($e: String!, $p: String!, $d: String) {
@@ -72,10 +72,10 @@ async def test_a_use_after_the_minute_moves_last_used(api: ApiClient, database_u
     try:  # as if its last request were two minutes ago
         await conn.execute(
             "UPDATE auth_tokens SET last_used_at = now() - interval '2 minutes' WHERE id = $1",
-            uuid.UUID(session["id"]),
+            uuid.UUID(row_key(session["id"])),
         )
         stale = await conn.fetchval(
-            "SELECT last_used_at FROM auth_tokens WHERE id = $1", uuid.UUID(session["id"])
+            "SELECT last_used_at FROM auth_tokens WHERE id = $1", uuid.UUID(row_key(session["id"]))
         )
     finally:
         await conn.close()

@@ -24,7 +24,7 @@ from tests.api.reminder_support import (
 )
 from tests.api.webhook_receivers import OpenCount, trickling
 from tests.chaos.private_services import PrivateRedis
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database, row_key
 from tests.mailbox import Mailbox
 
 AT_OPEN = {"before": "OPENS", "offsetSeconds": 0}
@@ -123,7 +123,7 @@ async def test_trickling_receivers_never_hold_a_bystanders_deadline(
             await create_task(api, bystander, one_off(window=2, starts_in=8 + 3 * n), [], title=f"Gym {n}")
             for n in range(8)
         ]
-        instance_ids = [t["currentInstance"]["id"] for t in tasks]
+        instance_ids = [row_key(t["currentInstance"]["id"]) for t in tasks]
         await wait_until_settled(env, instance_ids, within=90)
         attempts = sum(len(r.deliveries) for r in (*first, *second))
         failed = await query(
@@ -190,7 +190,7 @@ async def test_a_stored_url_that_cannot_be_sent_is_recorded_and_a_non_ascii_path
             hook = (await api.execute(REGISTER_WEBHOOK, {"url": receiver.url}, token=token))[
                 "registerWebhook"
             ]
-            hooks[name] = hook["webhook"]["id"]
+            hooks[name] = row_key(hook["webhook"]["id"])
             # stored as a registration that let it through would store it
             await query(
                 env, "UPDATE webhooks SET url = $1 WHERE id = $2::uuid", receiver.url + path, hooks[name]
@@ -228,7 +228,7 @@ async def test_finished_deliveries_are_forgotten_after_30_days(api: ApiClient, e
         " AS d(id, at)",
         old,
         recent,
-        hook["id"],
+        row_key(hook["id"]),
     )
     with WorkerProcess(worker_env(env)):
         for _ in range(150):

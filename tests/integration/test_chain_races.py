@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 
 from tests.chain_support import create_short_task, instances_of, settle_events, short_schedule
-from tests.harness import ApiClient, GraphQLFailure, WorkerProcess
+from tests.harness import ApiClient, GraphQLFailure, WorkerProcess, row_key
 
 TASKS = 6
 EDITS = 60
@@ -60,7 +60,7 @@ async def test_edits_racing_links_keep_the_invariants(
     try:
         now: datetime = await db.fetchval("SELECT clock_timestamp()")
         for task_id in tasks:
-            task = await db.fetchrow("SELECT state FROM tasks WHERE id = $1", task_id)
+            task = await db.fetchrow("SELECT state FROM tasks WHERE id = $1", row_key(task_id))
             rows = await instances_of(db, task_id)
             pending = [r for r in rows if r["status"] == "PENDING"]
             assert len(pending) == (1 if task["state"] == "ACTIVE" else 0), (task["state"], rows)

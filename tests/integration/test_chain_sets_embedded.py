@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.chain_support import CREATE, eventually, short_schedule
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, run_cli
+from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
 
 TASKS = 6
 
@@ -47,12 +47,16 @@ async def test_tasks_due_together_settle_as_sets_on_sqlite(embedded: tuple[str, 
     api = ApiClient(url)
     token, _ = await api.register()
     schedule = short_schedule(start_in=2, every=2)  # one schedule: every instance of each due together
-    tasks = [
-        (
-            await api.execute(
-                CREATE, {"input": {"title": f"s{n}", "method": "PHOTO", "schedule": schedule}}, token=token
-            )
-        )["createTask"]["id"]
+    tasks = [  # row keys, for SQL (the API takes them too)
+        row_key(
+            (
+                await api.execute(
+                    CREATE,
+                    {"input": {"title": f"s{n}", "method": "PHOTO", "schedule": schedule}},
+                    token=token,
+                )
+            )["createTask"]["id"]
+        )
         for n in range(TASKS)
     ]
 

@@ -90,7 +90,7 @@ async def _herd(embedded: Embedded, count: int) -> tuple[list[str], list[tuple[s
                 ),
             )
             links.append((reminder_id, 1, due))
-    return [t["id"] for t in tasks], links
+    return [row_key(t["id"]) for t in tasks], links
 
 
 def _stored(at: datetime) -> str:
