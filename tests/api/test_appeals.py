@@ -137,7 +137,8 @@ async def test_the_window_what_may_be_appealed_and_a_denied_appeal(
     assert (await refused(api, owner, instance=still_open))[0] == "CONFLICT"
     assert await status_of(api, owner, late) == "MISSED"
 
-    async with live_feed(server, partner, userId=owner_id) as feed:
+    # from the start: a live-only feed may register after the appeal's event, which it would then never see
+    async with live_feed(server, partner, userId=owner_id, after="0") as feed:
         review = await appeal(api, owner, instance=recent)
         requested = await next_of(feed, recent)
         assert (requested["type"], requested["instanceStatus"]) == ("APPEAL_REQUESTED", "PENDING_REVIEW")
