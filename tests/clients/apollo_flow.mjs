@@ -22,54 +22,9 @@ import {
   sha256,
   step,
 } from "./flow_support.mjs";
+import * as docs from "./flow_support.mjs";
 
-const REGISTER = gql`
-  mutation Register($email: String!, $password: String!, $displayName: String!) {
-    register(email: $email, password: $password, displayName: $displayName) { token user { id } }
-  }
-`;
-const LOGIN = gql`
-  mutation Login($email: String!, $password: String!) {
-    login(email: $email, password: $password) { token user { id email displayName } }
-  }
-`;
-const CREATE_TASK = gql`
-  mutation CreateTask($input: CreateTaskInput!) {
-    createTask(input: $input) { id title currentInstance { id } }
-  }
-`;
-const TASKS = gql`
-  query Tasks($first: Int, $after: String) {
-    tasks(first: $first, after: $after) {
-      edges { cursor node { id title } }
-      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-    }
-  }
-`;
-const NODE = gql`
-  query Node($id: ID!) {
-    node(id: $id) { id ... on Task { title state } }
-  }
-`;
-// backward from the newest: only where the API pages both ways (options.backward)
-const TASKS_BACK = gql`
-  query TasksBack($last: Int, $before: String) {
-    tasks(last: $last, before: $before) {
-      edges { cursor node { id title } }
-      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
-    }
-  }
-`;
-const SUBMIT_PHOTO = gql`
-  mutation SubmitPhoto($instanceId: ID!, $photo: Upload!) {
-    submitPhoto(instanceId: $instanceId, photo: $photo) { id status method }
-  }
-`;
-const EVENTS = gql`
-  subscription Events($after: ID) {
-    verificationEvents(after: $after) { id type verification { id } task { id } }
-  }
-`;
+const [REGISTER, LOGIN, CREATE_TASK, TASKS, NODE, TASKS_BACK, SUBMIT_PHOTO, EVENTS] = [docs.REGISTER, docs.LOGIN, docs.CREATE_TASK, docs.TASKS, docs.NODE, docs.TASKS_BACK, docs.SUBMIT_PHOTO, docs.EVENTS].map((text) => gql(text));
 
 function apolloClient(options, session, counts) {
   const auth = new SetContextLink(({ headers }) => ({

@@ -117,3 +117,53 @@ export async function main(flow) {
     process.exit(1);
   }
 }
+
+// the documents the Apollo and urql flows share (each wraps them in its own gql); printed alike, they
+// share APQ hashes too
+export const REGISTER = `
+  mutation Register($email: String!, $password: String!, $displayName: String!) {
+    register(email: $email, password: $password, displayName: $displayName) { token user { id } }
+  }
+`;
+export const LOGIN = `
+  mutation Login($email: String!, $password: String!) {
+    login(email: $email, password: $password) { token user { id email displayName } }
+  }
+`;
+export const CREATE_TASK = `
+  mutation CreateTask($input: CreateTaskInput!) {
+    createTask(input: $input) { id title currentInstance { id } }
+  }
+`;
+export const TASKS = `
+  query Tasks($first: Int, $after: String) {
+    tasks(first: $first, after: $after) {
+      edges { cursor node { id title } }
+      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+    }
+  }
+`;
+export const NODE = `
+  query Node($id: ID!) {
+    node(id: $id) { id ... on Task { title state } }
+  }
+`;
+// backward from the newest: only where the API pages both ways (options.backward)
+export const TASKS_BACK = `
+  query TasksBack($last: Int, $before: String) {
+    tasks(last: $last, before: $before) {
+      edges { cursor node { id title } }
+      pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+    }
+  }
+`;
+export const SUBMIT_PHOTO = `
+  mutation SubmitPhoto($instanceId: ID!, $photo: Upload!) {
+    submitPhoto(instanceId: $instanceId, photo: $photo) { id status method }
+  }
+`;
+export const EVENTS = `
+  subscription Events($after: ID) {
+    verificationEvents(after: $after) { id type verification { id } task { id } }
+  }
+`;
