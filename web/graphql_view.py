@@ -317,7 +317,10 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             return dict(request.query_params)
         if "json" not in (request.content_type or ""):
             return {}
-        body = json.loads(await request.get_body())
+        raw = await request.get_body()
+        if ("documentId" if isinstance(raw, str) else b"documentId") not in raw:
+            return {}  # most requests: no second parse of the body on the hot path
+        body = json.loads(raw)
         return body if isinstance(body, dict) else {}
 
     async def parse_multipart(self, request: AsyncHTTPRequestAdapter) -> dict[str, str]:
