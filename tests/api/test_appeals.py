@@ -169,7 +169,11 @@ async def test_on_timeout_decides_an_appeal_at_its_deadline(api: ApiClient, data
 
     await eventually(decided, 20, "the worker applied onTimeout at the appeal's deadline")
     assert await status_of(api, partner, instance_id) == "VERIFIED"
-    assert (await event_types(api, partner, instance_id))[-1] == "APPEAL_DECIDED"
+
+    async def told() -> bool:  # an event is readable once positioned, just after its commit
+        return (await event_types(api, partner, instance_id))[-1] == "APPEAL_DECIDED"
+
+    await eventually(told, 10, "the partner reads the decision")
     with pytest.raises(GraphQLFailure) as late:
         await api.execute(REVIEW, {"id": review["id"], "approve": False}, token=partner)
     assert late.value.code == "CONFLICT"
