@@ -111,7 +111,11 @@ async def test_reminders_fire_once_each_into_the_owners_feed_only(
     owner_token, _ = await api.register()
     partner_token, partner = await api.register()
     await make_partners(api, owner_token, partner_token, partner["email"])
-    async with live_feed(api_server, owner_token) as owner_feed, live_feed(api_server, partner_token) as seen:
+    # both feeds replay from the start, so an event fired before a subscription registers is still seen
+    async with (
+        live_feed(api_server, owner_token, after="0") as owner_feed,
+        live_feed(api_server, partner_token, after="0") as seen,
+    ):
         task = await create_task(
             api, owner_token, every(6, window=3, starts_in=5), [AT_OPEN, SECOND_BEFORE_DUE]
         )

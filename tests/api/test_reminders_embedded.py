@@ -37,7 +37,8 @@ async def test_reminders_reach_the_owners_feed_and_webhook_on_sqlite(embedded: A
         token, _ = await api.register()
         with receiving() as receiver:
             await api.execute(REGISTER_WEBHOOK, {"url": receiver.url, "secret": secret}, token=token)
-            async with live_feed(embedded, token) as feed:
+            # replayed from the start: a reminder that fires before the subscription registers is still seen
+            async with live_feed(embedded, token, after="0") as feed:
                 reminders = [{"before": "OPENS", "offsetSeconds": 0}, {"before": "DUE", "offsetSeconds": 1}]
                 task = await create_task(api, token, one_off(window=3, starts_in=7), reminders)
                 live = [await feed.next(within=30) for _ in range(3)]
