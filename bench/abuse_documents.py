@@ -1,5 +1,5 @@
-"""Hostile documents against the default settings, on PostgreSQL and on the embedded default, printing for
-each attack: the API's CPU seconds, its peak RSS, the slowest /healthz answer while it ran (the event
+"""Hostile documents, bodies, dates and videos against the default settings, on PostgreSQL and on the
+embedded default, printing for each attack: the API's CPU seconds, its peak RSS, the slowest /healthz answer while it ran (the event
 loop's worst stall), how long another user's ordinary requests took meanwhile (p50 / max), and the answers.
 
 `python -m bench.abuse_documents` (1 to 3 minutes) on a private PostgreSQL database and redis-server.
@@ -20,10 +20,44 @@ import websockets
 
 from bench.abuse import Figures, measure
 from bench.live_env import private_redis
-from tests.harness import ApiClient, ServerProcess, free_port, migrated_database, run_cli
+from tests import media_factory
+from tests.harness import (
+    ApiClient,
+    GraphQLFailure,
+    ServerProcess,
+    create_open_task,
+    file_var,
+    free_port,
+    migrated_database,
+    run_cli,
+    upload,
+)
 
 MAX_DOCUMENT_BYTES = 16 * 1024  # PROOFLOOP_MAX_DOCUMENT_BYTES' default
 SUBSCRIBE_HEAD = "subscription { verificationEvents { ...F0 } }"
+# bodies that are no JSON object, or no UTF-8 at all, each sent as application/json
+HOSTILE_BODIES = [
+    b'"a string"',
+    b"42",
+    b"null",
+    b"true",
+    b"[]",
+    b'{"query": "{ __typename \xc3}"}',
+    b"\xfe\xff\x00{",
+]
+# instants outside the years 1..9999 once their offset is applied
+EXTREME_INSTANTS = [
+    "0001-01-01T00:00:00+14:00",
+    "0001-01-01T13:59:59+14:00",
+    "0001-01-01T00:00:00+00:01",
+    "0001-01-01T00:00:00.000001+23:59",
+    "9999-12-31T23:59:59-14:00",
+    "9999-12-31T10:00:00-14:00",
+    "9999-12-31T23:59:59.999999-00:01",
+    "9999-12-31T00:01:00-23:59",
+]
+CREATE_TASK = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"
+SUBMIT_VIDEO = "mutation($id: ID!, $v: Upload!) { submitVideo(instanceId: $id, video: $v) { status } }"
 
 
 def fragment_bomb(head: str = "query { nosuchfield { ...F0 } }", on: str = "User", levels: int = 30) -> str:
@@ -119,12 +153,66 @@ async def duplicate_fields(server: ServerProcess, api: ApiClient, token: str) ->
     return tally(codes)
 
 
+async def hostile_bodies(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """Each body 20 times over one kept-alive connection: the connection must stay usable after each."""
+    codes = []
+    async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        for _ in range(20):
+            for body in HOSTILE_BODIES:
+                response = await client.post(
+                    "/graphql", content=body, headers={"content-type": "application/json"}
+                )
+                codes.append(_code(response))
+    return tally(codes)
+
+
+async def extreme_dates(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """createTask with every out-of-range startsAt, 10 rounds."""
+    codes = []
+    for _ in range(10):
+        for instant in EXTREME_INSTANTS:
+            task = {
+                "title": "edge",
+                "method": "PHOTO",
+                "schedule": {"startsAt": instant, "timezone": "UTC", "windowSeconds": 60, "graceSeconds": 0},
+            }
+            try:
+                await api.execute(CREATE_TASK, {"input": task}, token=token)
+                codes.append("OK")
+            except GraphQLFailure as failure:
+                codes.append(failure.code)
+    return tally(codes)
+
+
+async def large_frame_videos(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """Two 6400x6240 H.264 videos (4 frames, 39.9 MP each) at once, 3 rounds."""
+    video = media_factory.large_frame_clip((6400, 6240))
+    codes = []
+    for _ in range(3):
+        instances = [(await create_open_task(api, token, "VIDEO"))[1] for _ in range(2)]
+
+        async def one(instance_id: str) -> str:
+            try:
+                await upload(
+                    api, SUBMIT_VIDEO, {"id": instance_id, "v": file_var(video, "big.mp4")}, token=token
+                )
+                return "accepted"
+            except GraphQLFailure as failure:
+                return failure.code
+
+        codes += await asyncio.gather(*(one(i) for i in instances))
+    return tally(codes)
+
+
 Attack = Callable[[ServerProcess, ApiClient, str], Awaitable[str]]
 ATTACKS: list[tuple[str, Attack]] = [
     ("fragment bomb, 2^30 expansions: 20 POST + 20 GET + 20 websocket frames", fragment_bombs),
     ("1,000 distinct 16 KiB documents", distinct_documents),
     ("1 MiB of 33,000 unused fragments x 10", unused_fragments),
     ("duplicate fields under tasks(first: 0): 40,000 x 10, 1,900 x 20", duplicate_fields),
+    ("bodies that are no JSON object or no UTF-8: 7 kinds x 20, one connection", hostile_bodies),
+    ("createTask with 8 out-of-range startsAt x 10", extreme_dates),
+    ("two 40 MP videos at once x 3", large_frame_videos),
 ]
 
 
