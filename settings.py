@@ -115,8 +115,8 @@ class Settings(BaseSettings):
         default=10.0,
         description=(
             "A backstop for a stalled host: seconds one recurrence call may run (in a worker thread) "
-            "before it stops with `RATE_LIMITED`; the steps decide every verdict (200k steps take well "
-            "under 1 s)."
+            "before it stops with `RATE_LIMITED` (logged at WARNING); the steps decide every verdict "
+            "(200k steps take well under 1 s)."
         ),
     )
     recurrence_max_per_period: int = Field(
@@ -273,8 +273,8 @@ class Settings(BaseSettings):
     mail_sweep_seconds: float = Field(
         default=60.0,
         description=(
-            "How often each worker resends mail whose message never left and forgets mail sent over 30 "
-            "days ago."
+            "How often each worker resends mail whose message never left (a row not tried 5 minutes after "
+            "commit) and forgets mail sent over 30 days ago."
         ),
     )
 
@@ -350,15 +350,21 @@ class Settings(BaseSettings):
     # == Connections
     max_connections: int = Field(
         default=1000,
-        description="Open HTTP and websocket connections per API process before HTTP 503.",
+        description=(
+            "Open HTTP and websocket connections per API process (uvicorn's `limit_concurrency`); over it, "
+            "HTTP 503."
+        ),
     )
     keep_alive_seconds: int = Field(
         default=5,
-        description="An idle keep-alive connection is closed after this.",
+        description="An idle keep-alive connection is closed after this (uvicorn's `timeout_keep_alive`).",
     )
     header_timeout_seconds: float = Field(
         default=10.0,
-        description="A request's headers must arrive within this; else 408 and closed.",
+        description=(
+            "A request's headers must be complete within this of the connection opening (or of the "
+            "request's first byte); else 408 and closed."
+        ),
     )
     max_header_bytes: int = Field(
         default=32 * 1024,
@@ -367,7 +373,8 @@ class Settings(BaseSettings):
     body_timeout_seconds: float = Field(
         default=20.0,
         description=(
-            "A body must arrive within this, plus one second per `body_min_rate_bytes` received; else 408."
+            "A body must arrive within this, plus one second per `body_min_rate_bytes` received; else 408 "
+            "`BAD_USER_INPUT` (field `body`) and closed."
         ),
     )
     body_min_rate_bytes: int = Field(default=1000, description="See `body_timeout_seconds`.")
@@ -413,7 +420,10 @@ class Settings(BaseSettings):
     )
     webhook_backoff_seconds: float = Field(
         default=10.0,
-        description="The wait before the second attempt, doubling after each failure.",
+        description=(
+            "The wait before the second attempt, doubling after each failure (10 s to 21 min with the "
+            "defaults)."
+        ),
     )
     webhook_timeout_seconds: float = Field(
         default=5.0,
@@ -495,7 +505,7 @@ class Settings(BaseSettings):
         default=500,
         description=(
             "API, with `gc_freeze`: freeze again once this many new subscriptions have settled (their "
-            "state lives as long as they do)."
+            "state lives as long as they do; gauge `proofloop_gc_frozen_objects`)."
         ),
     )
     gc_thaw_seconds: float = Field(
