@@ -9,7 +9,7 @@ GRAPHIQL_ASSETS := web/static/graphiql/vendor/graphiql.min.js
 CONTRACT ?= ../shared/api.graphql
 CHECK_CONTRACT ?= ../shared/tools/check_contract.py
 
-.PHONY: install run test test-loaded lint typecheck schema schema-check bench demo clean
+.PHONY: install run test test-loaded lint typecheck schema schema-check docs bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ typecheck: install
 
 schema: install
 	$(BIN)/proofloop export-schema --output schema.graphql
+
+# docs/configuration.md is generated from settings.py (tests/unit/test_configuration_doc.py checks it)
+docs: install
+	$(BIN)/proofloop config-doc --output docs/configuration.md
 
 # The committed schema.graphql must be what the code exports, and must honour the contract.
 schema-check: install

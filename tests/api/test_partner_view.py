@@ -1,4 +1,4 @@
-"""What partners see (README "What partners see"), read through the real API by every role.
+"""What partners see (docs/api.md, "What partners see"), read through the real API by every role.
 
 Owner, active partner, co-partner (a second active partner), removed partner, invited-not-accepted and
 stranger; events from before and after the partnership began; a deleted task; a reviewer's details.
