@@ -12,8 +12,9 @@ from dramatiq.brokers.redis import RedisBroker
 
 from observability.outages import report_failure
 from services.messaging import CHAIN_QUEUE
-from services.pump import PumpSettings, pump_once
+from services.pump import pump_once
 from services.reminder_links import claim_due_reminders
+from services.timer_claims import PumpSettings
 from services.webhook_pump import claim_due_deliveries
 from settings import Settings
 

@@ -1,5 +1,5 @@
 """The pump's share for reminders: drop those of instances no longer open, hand over the rest as they
-enter the horizon, and resend lost links (the rule of services/pump.py, on instance_reminders)."""
+enter the horizon, and resend lost links (the rule of services/timer_claims.py, on instance_reminders)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from models import InstanceStatus
 from observability.metrics import count_links_sent, count_reminder
 from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.messaging import send
-from services.pump import PumpSettings, timer_statements
 from services.reminders import reminder_messages
+from services.timer_claims import PumpSettings, timer_statements
 
 _REMINDER_PUMP_LOCK_KEY = 7_311_003
 
@@ -28,7 +28,7 @@ WHERE fire_at IS NOT NULL AND fire_at <= {horizon} AND EXISTS (
 
 @cache
 def _statements(sqlite: bool) -> tuple[str, str, str]:
-    """(drop, live count, claim); parameters as services/pump.py's: now, overdue cutoff, overdue seconds,
+    """(drop, live count, claim); parameters as timer_statements': now, overdue cutoff, overdue seconds,
     horizon, limit, resend overdue (the drop takes only the horizon, the count the first three)."""
     dialect = "sqlite" if sqlite else "postgres"
     drop = _DROP_SQL.format(horizon="?1" if sqlite else "$1", pending=InstanceStatus.PENDING.value)

@@ -3,7 +3,7 @@ delivery whose link was lost or whose attempt's worker died (its hold expired), 
 forget finished deliveries after 30 days.
 
 An attempt holds its row until its own deadline, so no per-resend backoff is needed here (the chain's
-rule in services/pump.py backs off because a busy worker and a lost link look alike): a row is resent
+rule in services/timer_claims.py backs off because a busy worker and a lost link look alike): a row is resent
 once its fire_at and its last link are both PROOFLOOP_LINK_OVERDUE_SECONDS old.
 """
 
@@ -14,7 +14,7 @@ from functools import cache
 
 from services.db import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.messaging import send
-from services.pump import PumpSettings
+from services.timer_claims import PumpSettings
 from services.webhook_outbox import delivery_message
 
 _DELIVERY_PUMP_LOCK_KEY = 7_311_004

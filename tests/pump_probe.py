@@ -18,8 +18,9 @@ from models import TaskInstance, User
 from runtime import close_database, open_database
 from services.chain import ChainTiming
 from services.db import db_now
-from services.pump import PumpSettings, claim_due_links
+from services.pump import claim_due_links
 from services.tasks import create_task
+from services.timer_claims import PumpSettings
 from settings import Settings
 from tests.chain_support import photo_draft
 
