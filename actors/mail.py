@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dramatiq
 
+from services.kit.messaging import MAIL_QUEUE
 from services.mail.delivery import deliver
 from services.mail.outbox import DELIVER_ACTOR
-from services.messaging import MAIL_QUEUE
 from settings import get_settings
 
 # about two days of retries: 10 s, 20 s, 40 s, … capped at an hour

@@ -15,12 +15,9 @@ from typing import Any, TypeVar
 from strawberry.dataloader import DataLoader
 
 from models import AuthToken, Event, Partnership, Task, TaskInstance, User, Verification, Webhook
-from services.access import Access, access_of
-from services.accounts import live_sessions_among
-from services.feeds import readable_events
-from services.paging import Page
-from services.partners import counterpart_ids, readable_partnerships
-from services.progress import (
+from services.accounts.accounts import live_sessions_among
+from services.feed.feeds import readable_events
+from services.feed.progress import (
     CalendarAsk,
     Completion,
     DatedInstance,
@@ -30,8 +27,11 @@ from services.progress import (
     completions,
     streaks,
 )
-from services.streaks import streaks_of
-from services.task_reads import (
+from services.feed.streaks import streaks_of
+from services.kit.paging import Page
+from services.partners.access import Access, access_of
+from services.partners.partners import counterpart_ids, readable_partnerships
+from services.tasks.reads import (
     VERIFICATION_ORDER,
     InstanceCount,
     InstancePage,
@@ -39,7 +39,7 @@ from services.task_reads import (
     instance_pages,
     open_instances,
 )
-from services.webhooks import owned_webhooks_among
+from services.webhooks.webhooks import owned_webhooks_among
 
 V = TypeVar("V")
 K = TypeVar("K")
@@ -197,7 +197,7 @@ class Loaders:
 
     @cached_property
     def readable_event(self) -> DataLoader[tuple[Access, int], Event | None]:
-        """An event by position, if the viewer's feeds show it (services/feeds.py)."""
+        """An event by position, if the viewer's feeds show it (services/feed/feeds.py)."""
         return DataLoader(load_fn=_load_readable_events, cache_key_fn=_per_viewer)
 
     @cached_property
@@ -219,7 +219,7 @@ class Loaders:
 
     @cached_property
     def access(self) -> DataLoader[str, Access]:
-        """What a viewer may read (services/access.py), by viewer id."""
+        """What a viewer may read (services/partners/access.py), by viewer id."""
         return DataLoader(load_fn=_load_access)
 
     @cached_property

@@ -22,8 +22,7 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.access import Access, has_deciding_partner
-from services.chain import (
+from services.chain.chain import (
     ChainTiming,
     decided_event,
     decided_status,
@@ -32,15 +31,16 @@ from services.chain import (
     plan_after_pending,
     settle_instance,
 )
-from services.db import write_transaction
-from services.errors import BadInput, Conflict, Forbidden, NotFound
-from services.events import record_event
-from services.ids import parse_id
-from services.paging import Keyset, SortKey, parse_instant, parse_uuid
+from services.feed.events import record_event
+from services.kit.db import write_transaction
+from services.kit.errors import BadInput, Conflict, Forbidden, NotFound
+from services.kit.ids import parse_id
+from services.kit.paging import Keyset, SortKey, parse_instant, parse_uuid
+from services.partners.access import Access, has_deciding_partner
 from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove
-from services.schedules import DueTimes
-from services.task_drafts import DEFAULT_REVIEW_WINDOW_SECONDS
+from services.schedules.due_times import DueTimes
+from services.tasks.drafts import DEFAULT_REVIEW_WINDOW_SECONDS
 
 MAX_NOTE = 2000
 

@@ -1,0 +1,1 @@
+"""Partnerships and access: who watches or vouches for whom, and what a viewer may read."""

@@ -1,0 +1,1 @@
+"""Reminders: a task's offsets, planned per instance as durable timers, fired one by one or as a set."""
