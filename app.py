@@ -25,11 +25,9 @@ from realtime.redis_options import RedisTimeouts
 from runtime import close_database, configure_logging, open_database
 from schema.parse_cache import ValidDocuments
 from schema.schema import schema
-from services.accounts import accounts
-from services.accounts.passwords import PasswordHashing
-from services.feed import feeds
-from services.feed.events import Announcer, use_announcer
-from services.kit.name_lookups import NameLookups
+from services.accounts import PasswordHashing, accounts
+from services.feed import Announcer, feeds, use_announcer
+from services.kit import NameLookups
 from services.partners import access
 from services.proofs.decode_gate import DecodeGate
 from services.proofs.media_storage import sweep_orphans_forever

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dramatiq
 
-from services.kit.messaging import MAIL_QUEUE
+from services.kit import MAIL_QUEUE
 from services.mail.delivery import deliver
 from services.mail.outbox import DELIVER_ACTOR
 from settings import get_settings

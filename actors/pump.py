@@ -11,11 +11,11 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
 from observability.outages import report_failure
-from services.kit.messaging import CHAIN_QUEUE
-from services.reminders.links import claim_due_reminders
-from services.tasks.pump import pump_once
-from services.timers.claims import PumpSettings
-from services.webhooks.pump import claim_due_deliveries
+from services.kit import CHAIN_QUEUE
+from services.reminders import claim_due_reminders
+from services.tasks import pump_once
+from services.timers import PumpSettings
+from services.webhooks import claim_due_deliveries
 from settings import Settings
 
 log = logging.getLogger("proofloop.pump")

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import dramatiq
 
-from services.kit.messaging import CHAIN_QUEUE
-from services.reminders.reminders import FIRE_ACTOR, FIRE_BATCH_ACTOR
-from services.reminders.sets import fire_reminder_links
+from services.kit import CHAIN_QUEUE
+from services.reminders import FIRE_ACTOR, FIRE_BATCH_ACTOR, fire_reminder_links
 
 
 @dramatiq.actor(actor_name=FIRE_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dramatiq
 
 from actors.webhook_sending import webhook_sender
-from services.webhooks.outbox import DELIVER_ACTOR, WEBHOOK_QUEUE
+from services.webhooks import DELIVER_ACTOR, WEBHOOK_QUEUE
 
 # behind the chain's messages (priority 0) when both wait for a Dramatiq thread, as after a reminder herd
 DELIVERY_PRIORITY = 100

@@ -13,8 +13,15 @@ from schema.context import Info
 from schema.types.event import VerificationEvent
 from schema.types.pagination import Connection, page_request
 from services.feed import feeds
-from services.kit.errors import Conflict, NotFound, ProofloopError, RateLimited, Unauthenticated
-from services.kit.paging import check_page_size, keyset_page
+from services.kit import (
+    Conflict,
+    NotFound,
+    ProofloopError,
+    RateLimited,
+    Unauthenticated,
+    check_page_size,
+    keyset_page,
+)
 
 DEFAULT_PAGE = 50
 

@@ -5,9 +5,8 @@ import strawberry
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.progress import Progress
-from services.feed.progress import Scope, ScopeKind
-from services.kit.errors import NotFound
-from services.kit.ids import decode_id
+from services.feed import Scope, ScopeKind
+from services.kit import NotFound, decode_id
 
 
 @strawberry.type

@@ -16,8 +16,8 @@ from schema.context import Info
 from schema.inputs import GeoPointInput, aware
 from schema.types.verification import Verification
 from services import proofs
-from services.chain.chain import ChainTiming
-from services.kit.errors import BadInput, PayloadTooLarge
+from services.chain import ChainTiming
+from services.kit import BadInput, PayloadTooLarge
 from services.proofs import MediaPolicy, MediaUpload
 
 

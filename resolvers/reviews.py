@@ -10,8 +10,7 @@ from schema.context import Info
 from schema.types.pagination import Connection, page_request
 from schema.types.verification import Verification
 from services import proofs
-from services.kit.db import db_now
-from services.kit.paging import check_page_size, keyset_page
+from services.kit import check_page_size, db_now, keyset_page
 from services.proofs import appeals
 
 

@@ -14,15 +14,11 @@ from schema.inputs import CreateTaskInput, UpdateTaskInput
 from schema.types.instance import TaskInstance
 from schema.types.pagination import PageInfo, page_request
 from schema.types.task import Task, TaskConnection, TaskEdge
-from services.chain.chain import ChainTiming
-from services.kit.errors import NotFound, ProofloopError
-from services.kit.ids import decode_id
-from services.kit.paging import keyset_page
-from services.partners.access import require_visible_task, visible_instance
-from services.schedules.due_times import recurrence_budget
-from services.tasks import tasks
-from services.tasks.drafts import TaskDraft
-from services.tasks.reads import TASK_ORDER
+from services.chain import ChainTiming
+from services.kit import NotFound, ProofloopError, decode_id, keyset_page
+from services.partners import require_visible_task, visible_instance
+from services.schedules import recurrence_budget
+from services.tasks import TASK_ORDER, TaskDraft, tasks
 from settings import Settings
 
 

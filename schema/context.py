@@ -17,12 +17,9 @@ from strawberry.types import Info as StrawberryInfo
 from models import User
 from realtime.hub import Hub
 from schema.dataloaders import Loaders
-from services.accounts.accounts import Session, authenticate, bearer_token
-from services.accounts.passwords import PasswordHashing
-from services.kit.db import db_now
-from services.kit.errors import BadInput, Unauthenticated
-from services.kit.ids import EventIds, event_ids
-from services.partners.access import Access
+from services.accounts import PasswordHashing, Session, authenticate, bearer_token
+from services.kit import BadInput, EventIds, Unauthenticated, db_now, event_ids
+from services.partners import Access
 from services.proofs.decode_gate import DecodeGate
 from settings import Settings
 from web.state import ApiResources, resources_of

@@ -15,9 +15,8 @@ from typing import Any, TypeVar
 from strawberry.dataloader import DataLoader
 
 from models import AuthToken, Event, Partnership, Task, TaskInstance, User, Verification, Webhook
-from services.accounts.accounts import live_sessions_among
-from services.feed.feeds import readable_events
-from services.feed.progress import (
+from services.accounts import live_sessions_among
+from services.feed import (
     CalendarAsk,
     Completion,
     DatedInstance,
@@ -25,13 +24,13 @@ from services.feed.progress import (
     Streaks,
     calendars,
     completions,
+    readable_events,
     streaks,
+    streaks_of,
 )
-from services.feed.streaks import streaks_of
-from services.kit.paging import Page
-from services.partners.access import Access, access_of
-from services.partners.partners import counterpart_ids, readable_partnerships
-from services.tasks.reads import (
+from services.kit import Page
+from services.partners import Access, access_of, counterpart_ids, readable_partnerships
+from services.tasks import (
     VERIFICATION_ORDER,
     InstanceCount,
     InstancePage,
@@ -39,7 +38,7 @@ from services.tasks.reads import (
     instance_pages,
     open_instances,
 )
-from services.webhooks.webhooks import owned_webhooks_among
+from services.webhooks import owned_webhooks_among
 
 V = TypeVar("V")
 K = TypeVar("K")

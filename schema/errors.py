@@ -31,7 +31,7 @@ from strawberry.types import ExecutionContext
 
 from observability.outages import Dependency, outage, unreachable
 from schema.scalars import InvalidDateTime
-from services.kit.errors import BadInput, ProofloopError, RateLimited, ServiceUnavailable
+from services.kit import BadInput, ProofloopError, RateLimited, ServiceUnavailable
 
 log = logging.getLogger("proofloop.graphql")
 

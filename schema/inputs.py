@@ -9,9 +9,9 @@ import strawberry
 from models import ReminderAnchor as ReminderAnchorRow
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod
-from services.kit.errors import BadInput
-from services.reminders.reminders import ReminderOffset
-from services.tasks.drafts import (
+from services.kit import BadInput
+from services.reminders import ReminderOffset
+from services.tasks import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
     PartnerRuleDraft,

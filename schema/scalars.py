@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import strawberry
 from strawberry.types.scalar import ScalarDefinition
 
-from services.kit.instants import format_instant
+from services.kit import format_instant
 
 
 class InvalidDateTime(ValueError):

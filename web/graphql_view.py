@@ -41,8 +41,8 @@ from observability.outages import outage
 from schema.context import Context
 from schema.errors import UNAVAILABLE, unavailable, unavailable_after
 from schema.parse_cache import is_subscription
-from services.accounts.accounts import bearer_token
-from services.kit.errors import ServiceUnavailable, Unauthenticated
+from services.accounts import bearer_token
+from services.kit import ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web.event_stream import LineFeedSSETransport
 from web.graphiql import graphiql_response

@@ -14,10 +14,9 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 
 from models import Verification
-from services.accounts.accounts import authenticate, bearer_token, token_is_live
-from services.kit.errors import Unauthenticated
-from services.kit.ids import decode_id, is_uuid
-from services.partners.access import access_for
+from services.accounts import authenticate, bearer_token, token_is_live
+from services.kit import Unauthenticated, decode_id, is_uuid
+from services.partners import access_for
 from services.proofs.media_links import link_is_valid
 from settings import Settings
 from storage.blobs import BlobStore

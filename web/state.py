@@ -15,9 +15,9 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from realtime.hub import Hub
 from schema.parse_cache import ValidDocuments
-from services.accounts.passwords import PasswordHashing
-from services.feed.events import Announcer
-from services.kit.name_lookups import NameLookups
+from services.accounts import PasswordHashing
+from services.feed import Announcer
+from services.kit import NameLookups
 from services.proofs.decode_gate import DecodeGate
 from settings import Settings
 

@@ -12,7 +12,7 @@ import strawberry
 from strawberry.types.nodes import convert_arguments
 
 from schema.context import Info
-from services.kit.paging import Keyset, Page, PageRequest
+from services.kit import Keyset, Page, PageRequest
 
 Node = TypeVar("Node")
 Row = TypeVar("Row")

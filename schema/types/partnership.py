@@ -9,8 +9,8 @@ from schema.context import Info
 from schema.enums import PartnershipStatus
 from schema.types.node import Node
 from schema.types.user import User, load_user
-from services.kit.ids import global_id
-from services.partners.partners import status_at as partnership_status
+from services.kit import global_id
+from services.partners import status_at as partnership_status
 
 
 @strawberry.type

@@ -13,12 +13,11 @@ from schema.types.node import Node
 from schema.types.pagination import PageInfo, page_request
 from schema.types.pending_change import PendingChange, pending_change_of
 from schema.types.user import User, load_user
-from services.feed.progress import Scope, ScopeKind
-from services.kit.ids import global_id
-from services.kit.paging import check_page_size
-from services.reminders.reminders import offsets_of
-from services.schedules.due_times import recurrence_budget, upcoming
-from services.tasks.reads import INSTANCE_ORDER, InstancePage
+from services.feed import Scope, ScopeKind
+from services.kit import check_page_size, global_id
+from services.reminders import offsets_of
+from services.schedules import recurrence_budget, upcoming
+from services.tasks import INSTANCE_ORDER, InstancePage
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance, TaskInstanceConnection

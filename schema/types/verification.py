@@ -12,7 +12,7 @@ from schema.enums import InstanceStatus, RejectionReason, VerificationMethod, Ve
 from schema.types.node import Node
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
-from services.kit.ids import global_id
+from services.kit import global_id
 from services.proofs.media_links import media_url
 
 if TYPE_CHECKING:

@@ -16,11 +16,23 @@ from models import AuthToken, User
 from realtime import notices
 from services.accounts.email_verification import send_verification
 from services.accounts.passwords import PasswordHashing, check_password_policy
-from services.kit.db import db_now, on_commit, write_transaction
-from services.kit.errors import BadInput, Conflict, NotFound, Unauthenticated
-from services.kit.ids import parse_id
-from services.kit.paging import Keyset, SortKey, parse_instant, parse_uuid
-from services.kit.rate_limits import AttemptWindow, LoginBackoff, remember_owner_address
+from services.kit import (
+    AttemptWindow,
+    BadInput,
+    Conflict,
+    Keyset,
+    LoginBackoff,
+    NotFound,
+    SortKey,
+    Unauthenticated,
+    db_now,
+    on_commit,
+    parse_id,
+    parse_instant,
+    parse_uuid,
+    remember_owner_address,
+    write_transaction,
+)
 from verification.errors import InvalidInput
 from verification.timezones import zone_of
 

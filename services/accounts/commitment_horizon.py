@@ -9,8 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from models import User
-from services.kit.db import db_now, write_transaction
-from services.kit.errors import BadInput
+from services.kit import BadInput, db_now, write_transaction
 
 MAX_HORIZON_DAYS = 30
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from models import MailedTokenPurpose, User
 from services.accounts.mailed_tokens import live_token, new_token, use_token
-from services.kit.db import db_now, write_transaction
-from services.kit.errors import Conflict
-from services.kit.rate_limits import AttemptWindow
+from services.kit import AttemptWindow, Conflict, db_now, write_transaction
 from services.mail import messages
 from services.mail.outbox import queue_mail
 

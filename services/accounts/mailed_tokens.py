@@ -8,8 +8,7 @@ import secrets
 from datetime import timedelta
 
 from models import MailedToken, MailedTokenPurpose, User
-from services.kit.db import db_now
-from services.kit.errors import BadInput
+from services.kit import BadInput, db_now
 
 TTL = {
     MailedTokenPurpose.VERIFY_EMAIL: timedelta(hours=24),

@@ -8,9 +8,7 @@ from models import MailedTokenPurpose, User
 from services.accounts.accounts import AccountRules, Session, normalize_email, set_password
 from services.accounts.mailed_tokens import live_token, new_token, use_token
 from services.accounts.passwords import check_password_policy
-from services.kit.db import db_now, write_transaction
-from services.kit.errors import RateLimited
-from services.kit.rate_limits import remember_owner_address
+from services.kit import RateLimited, db_now, remember_owner_address, write_transaction
 from services.mail import messages
 from services.mail.outbox import queue_mail
 

@@ -15,7 +15,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from services.accounts.common_passwords import COMMON_PASSWORDS
-from services.kit.errors import BadInput, RateLimited
+from services.kit import BadInput, RateLimited
 
 MAX_PASSWORD_LENGTH = 1024  # long passphrases are welcome; beyond this only the hash cost grows
 T = TypeVar("T")

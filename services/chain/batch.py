@@ -24,11 +24,11 @@ from services.chain.chain import OPEN_STATUSES, ChainTiming, FireOutcome, fire
 from services.chain.links import send_links_after_commit
 from services.chain.settle_reads import LinkedRow, read_due_in_seconds, read_named, whole_second
 from services.chain.settle_sql import ClaimedRow, PlannedRow, claim_and_settle, write_settlements
-from services.feed.events import announce_committed_events
-from services.kit.db import db_now, on_commit, write_transaction
-from services.reminders.reminders import Occurrence, offsets_from, plan_reminders_of
-from services.schedules.due_times import DueTimes, due_times_after, prefetch_many, window_around
-from services.timers.set_gatherer import LinkArgs, Waiter, hand_back
+from services.feed import announce_committed_events
+from services.kit import db_now, on_commit, write_transaction
+from services.reminders import Occurrence, offsets_from, plan_reminders_of
+from services.schedules import DueTimes, due_times_after, prefetch_many, window_around
+from services.timers import LinkArgs, Waiter, hand_back
 from verification.recurrence import Schedule
 
 log = logging.getLogger("proofloop.chain")

@@ -36,11 +36,11 @@ from services.chain.links import batched_link_messages as batched_link_messages
 from services.chain.links import link_message as link_message
 from services.chain.links import send_links as send_links
 from services.chain.sql import read_instance_locking_task
-from services.feed.events import record_event
-from services.kit.db import write_transaction
-from services.partners.access import vouching
-from services.reminders.reminders import plan_reminders
-from services.schedules.due_times import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
+from services.feed import record_event
+from services.kit import write_transaction
+from services.partners import vouching
+from services.reminders import plan_reminders
+from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
 from verification.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 
 log = logging.getLogger("proofloop.chain")
@@ -75,7 +75,7 @@ async def lock_task(task_id: str) -> Task:
 
 async def _apply_pending_if_due(task: Task) -> None:
     # imported here: pending changes edit through services.tasks.edits, which builds on this module
-    from services.tasks.pending_changes import apply_if_due
+    from services.tasks import apply_if_due
 
     await apply_if_due(task)
 

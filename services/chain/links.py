@@ -13,11 +13,10 @@ from datetime import UTC, datetime
 
 from observability.metrics import count_links_sent
 from observability.outages import report_failure
-from services.kit.db import on_commit
-from services.kit.messaging import Outgoing, send
-from services.timers.link_batches import LINK_BATCH as LINK_BATCH
-from services.timers.link_batches import Link as Link
-from services.timers.link_batches import batched_messages
+from services.kit import Outgoing, on_commit, send
+from services.timers import LINK_BATCH as LINK_BATCH
+from services.timers import Link as Link
+from services.timers import batched_messages
 
 log = logging.getLogger("proofloop.chain")
 

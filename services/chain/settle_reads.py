@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from models import InstanceStatus
-from services.kit.db import as_utc, connection, is_sqlite
+from services.kit import as_utc, connection, is_sqlite
 from verification.recurrence import Schedule
 
 PENDING = InstanceStatus.PENDING.value

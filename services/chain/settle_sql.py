@@ -15,7 +15,7 @@ from typing import Any
 
 from models import EventType, InstanceStatus, TaskState
 from services.chain.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, schedule_from
-from services.kit.db import as_utc, connection, is_sqlite
+from services.kit import as_utc, connection, is_sqlite
 from verification.recurrence import Schedule
 
 

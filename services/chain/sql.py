@@ -14,7 +14,7 @@ from uuid import UUID
 from tortoise.models import Model
 
 from models import Task, TaskInstance
-from services.kit.db import connection, is_sqlite
+from services.kit import connection, is_sqlite
 
 
 def _projection(model: type[Model], alias: str) -> str:

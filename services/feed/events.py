@@ -10,7 +10,7 @@ from typing import Any
 from models import Event, EventType, Task, TaskInstance, Verification
 from observability.outages import report_failure
 from realtime import notices
-from services.kit.db import connection, is_sqlite, on_commit, write_transaction
+from services.kit import connection, is_sqlite, on_commit, write_transaction
 
 log = logging.getLogger("proofloop.events")
 

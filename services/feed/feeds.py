@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from tortoise.queryset import QuerySet
 
 from models import Event
-from services.kit.errors import BadInput, NotFound
-from services.kit.ids import EventIds, parse_id
-from services.kit.paging import Keyset, SortKey, parse_integer
-from services.partners.access import Access, require_visible_task
+from services.kit import BadInput, EventIds, Keyset, NotFound, SortKey, parse_id, parse_integer
+from services.partners import Access, require_visible_task
 
 # Positions are BIGINT: a larger "id" names no event and must not reach the database.
 MAX_POSITION = 2**63 - 1

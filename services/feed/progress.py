@@ -20,8 +20,7 @@ from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from models import InstanceStatus, TaskInstance
-from services.kit.db import connection, is_sqlite
-from services.kit.errors import BadInput
+from services.kit import BadInput, connection, is_sqlite
 
 COMPLETED = (InstanceStatus.VERIFIED,)
 SETTLED = (InstanceStatus.VERIFIED, InstanceStatus.MISSED, InstanceStatus.REJECTED)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 from models import InstanceStatus
-from services.kit.db import connection, is_sqlite
+from services.kit import connection, is_sqlite
 
 # Canceled instances (a pause, an edit) neither extend nor break a streak; open ones are not settled yet.
 _BREAKS = (InstanceStatus.MISSED.value, InstanceStatus.REJECTED.value)

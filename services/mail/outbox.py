@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from models import OutgoingMail
-from services.kit.db import db_now, write_transaction
-from services.kit.messaging import MAIL_QUEUE, Outgoing, send, send_after_commit
+from services.kit import MAIL_QUEUE, Outgoing, db_now, send, send_after_commit, write_transaction
 from services.mail.messages import MailContent
 
 DELIVER_ACTOR = "mail.deliver"

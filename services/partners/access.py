@@ -19,8 +19,7 @@ from datetime import UTC, datetime
 from tortoise.expressions import Q
 
 from models import Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance
-from services.kit.errors import NotFound
-from services.kit.ids import parse_id
+from services.kit import NotFound, parse_id
 
 # the history start of a user the viewer does not partner for: nothing of it is theirs
 NEVER = datetime.max.replace(tzinfo=UTC)

@@ -10,12 +10,22 @@ from tortoise.queryset import QuerySet
 
 from models import Partnership, PartnershipStatus, User
 from realtime import notices
-from services.accounts.accounts import normalize_email
-from services.accounts.commitment_horizon import horizon_of
-from services.kit.db import db_now, on_commit, write_transaction
-from services.kit.errors import BadInput, Conflict, Forbidden, NotFound, RateLimited
-from services.kit.ids import parse_id
-from services.kit.paging import Keyset, SortKey, parse_instant, parse_uuid
+from services.accounts import horizon_of, normalize_email
+from services.kit import (
+    BadInput,
+    Conflict,
+    Forbidden,
+    Keyset,
+    NotFound,
+    RateLimited,
+    SortKey,
+    db_now,
+    on_commit,
+    parse_id,
+    parse_instant,
+    parse_uuid,
+    write_transaction,
+)
 from services.mail import messages
 from services.mail.outbox import queue_mail
 from services.partners.access import watching

@@ -21,14 +21,12 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.chain.chain import ChainTiming, lock_task, move_fire_at
-from services.feed.events import record_event
-from services.kit.db import write_transaction
-from services.kit.errors import BadInput, Conflict, Forbidden, NotFound
-from services.kit.ids import parse_id
-from services.partners.access import has_deciding_partner, is_active_partner
+from services.chain import ChainTiming, lock_task, move_fire_at
+from services.feed import record_event
+from services.kit import BadInput, Conflict, Forbidden, NotFound, parse_id, write_transaction
+from services.partners import has_deciding_partner, is_active_partner
 from services.proofs.review import check_note
-from services.tasks.drafts import DEFAULT_REVIEW_WINDOW_SECONDS
+from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS
 
 # what the service decided, not a partner: these rejections may be appealed
 APPEALABLE_REASONS = frozenset(

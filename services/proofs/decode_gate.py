@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from services.kit.errors import RateLimited
+from services.kit import RateLimited
 
 
 class DecodeGate:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from models import RejectionReason, Task, User, Verification, VerificationMethod, VerificationStatus
-from services.chain.chain import ChainTiming
-from services.kit.errors import BadInput, Conflict
+from services.chain import ChainTiming
+from services.kit import BadInput, Conflict
 from services.proofs.pipeline import (
     Judgement,
     ProofKind,

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from models import RejectionReason, User, Verification, VerificationMethod
-from services.chain.chain import ChainTiming
-from services.kit.errors import BadInput
+from services.chain import ChainTiming
+from services.kit import BadInput
 from services.proofs.decode_gate import DecodeGate
 from services.proofs.media_storage import MediaCopy, MediaStorage
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified

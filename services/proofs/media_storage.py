@@ -20,7 +20,7 @@ from tortoise.functions import Sum
 
 from models import Verification
 from observability.outages import report_failure
-from services.kit.errors import RateLimited
+from services.kit import RateLimited
 from storage.blobs import BlobStore
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.chain.chain import (
+from services.chain import (
     ChainTiming,
     decided_event,
     decided_status,
@@ -31,16 +31,24 @@ from services.chain.chain import (
     plan_after_pending,
     settle_instance,
 )
-from services.feed.events import record_event
-from services.kit.db import write_transaction
-from services.kit.errors import BadInput, Conflict, Forbidden, NotFound
-from services.kit.ids import parse_id
-from services.kit.paging import Keyset, SortKey, parse_instant, parse_uuid
-from services.partners.access import Access, has_deciding_partner
+from services.feed import record_event
+from services.kit import (
+    BadInput,
+    Conflict,
+    Forbidden,
+    Keyset,
+    NotFound,
+    SortKey,
+    parse_id,
+    parse_instant,
+    parse_uuid,
+    write_transaction,
+)
+from services.partners import Access, has_deciding_partner
 from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove
-from services.schedules.due_times import DueTimes
-from services.tasks.drafts import DEFAULT_REVIEW_WINDOW_SECONDS
+from services.schedules import DueTimes
+from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS
 
 MAX_NOTE = 2000
 

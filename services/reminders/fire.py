@@ -16,11 +16,10 @@ from tortoise.expressions import F
 
 from models import EventType, InstanceReminder, InstanceStatus, TaskInstance, TaskState
 from observability.metrics import count_links_sent, count_reminder
-from services.feed.events import record_event
-from services.kit.db import connection, db_now, is_sqlite, write_transaction
-from services.kit.messaging import send_after_commit
+from services.feed import record_event
+from services.kit import connection, db_now, is_sqlite, send_after_commit, write_transaction
 from services.reminders.reminders import reminder_message
-from services.webhooks.webhooks import queue_reminder_webhooks
+from services.webhooks import queue_reminder_webhooks
 
 
 class ReminderOutcome(StrEnum):

@@ -8,10 +8,9 @@ from functools import cache
 
 from models import InstanceStatus
 from observability.metrics import count_links_sent, count_reminder
-from services.kit.db import as_utc, connection, db_now, is_sqlite, write_transaction
-from services.kit.messaging import send
+from services.kit import as_utc, connection, db_now, is_sqlite, send, write_transaction
 from services.reminders.reminders import reminder_messages
-from services.timers.claims import PumpSettings, timer_statements
+from services.timers import PumpSettings, timer_statements
 
 _REMINDER_PUMP_LOCK_KEY = 7_311_003
 

@@ -14,10 +14,9 @@ from datetime import datetime, timedelta
 
 from models import InstanceReminder, InstanceStatus, ReminderAnchor, Task, TaskInstance
 from observability.metrics import count_links_sent
-from services.kit.errors import BadInput
-from services.kit.messaging import Outgoing, send_after_commit
-from services.schedules.due_times import out_of_time
-from services.timers.link_batches import Link, batched_messages
+from services.kit import BadInput, Outgoing, send_after_commit
+from services.schedules import out_of_time
+from services.timers import Link, batched_messages
 from verification.recurrence import (
     RecurrenceBudget,
     RecurrenceTimedOut,

@@ -1,7 +1,7 @@
 """Reminders due at the same instant fire as a set: the links a worker receives together, and every
 reminder due in the same whole seconds, in one transaction (DESIGN.md "Settling in sets").
 
-One statement claims them, each by its own compare-and-set (reminder_fire.py's rule: still owed and due;
+One statement claims them, each by its own compare-and-set (fire.py's rule: still owed and due;
 fired when its instance is still open, dropped otherwise; on PostgreSQL rows another transaction holds are
 skipped, as the chain's set does); one more writes their DUE_SOON events; webhook deliveries and the
 announcement leave after commit. Early links and whatever a failing set held go to reminders.fire's row
@@ -21,11 +21,11 @@ from uuid import UUID
 from models import EventType, InstanceStatus
 from observability.metrics import count_reminder
 from observability.outages import report_failure
-from services.feed.events import announce_committed_events
-from services.kit.db import as_utc, connection, db_now, is_sqlite, on_commit, write_transaction
+from services.feed import announce_committed_events
+from services.kit import as_utc, connection, db_now, is_sqlite, on_commit, write_transaction
 from services.reminders.fire import INSTANCE_OPEN, fire_reminder
-from services.timers.set_gatherer import LinkArgs, SetGatherer
-from services.webhooks.webhooks import FiredReminder, queue_webhooks_of
+from services.timers import LinkArgs, SetGatherer
+from services.webhooks import FiredReminder, queue_webhooks_of
 
 log = logging.getLogger("proofloop.reminders")
 

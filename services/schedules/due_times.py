@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from models import Task
-from services.kit.errors import BadInput, RateLimited
+from services.kit import BadInput, RateLimited
 from verification.recurrence import (
     RecurrenceBudget,
     RecurrenceTimedOut,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from models import ReviewTimeoutPolicy, VerificationMethod
-from services.kit.errors import BadInput
-from services.reminders.reminders import ReminderOffset
+from services.kit import BadInput
+from services.reminders import ReminderOffset
 from verification.errors import InvalidInput
 from verification.gps import validate_point
 from verification.recurrence import Schedule

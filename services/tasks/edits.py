@@ -7,10 +7,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from models import Task, TaskState
-from services.chain.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
-from services.kit.db import db_now
-from services.reminders.reminders import stored
-from services.schedules.due_times import DueTimes, next_due_after
+from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
+from services.kit import db_now
+from services.reminders import stored
+from services.schedules import DueTimes, next_due_after
 from services.tasks.drafts import TaskPatch
 from verification.recurrence import Schedule
 

@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from models import ReviewTimeoutPolicy, Task, TaskState
-from services.chain.chain import ChainTiming
-from services.kit.db import db_now
-from services.schedules.due_times import DueTimes
+from services.chain import ChainTiming
+from services.kit import db_now
+from services.schedules import DueTimes
 from services.tasks.drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskPatch
 from services.tasks.edits import apply_fields, delete_locked, pause_locked, replan
 from verification.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields

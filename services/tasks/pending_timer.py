@@ -16,11 +16,9 @@ from functools import cache
 
 from models import Task, TaskInstance
 from observability.outages import report_failure
-from services.chain.chain import ChainTiming, lock_task
-from services.kit.db import as_utc, connection, db_now, is_sqlite, write_transaction
-from services.kit.ids import decode_id
-from services.kit.messaging import Outgoing, send
-from services.schedules.due_times import prefetch_due_times
+from services.chain import ChainTiming, lock_task
+from services.kit import Outgoing, as_utc, connection, db_now, decode_id, is_sqlite, send, write_transaction
+from services.schedules import prefetch_due_times
 from services.tasks.edits import before
 from services.tasks.pending_changes import SCHEDULE_KEYS, apply_pending_change, eventual_schedule, is_due
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from observability.metrics import PUMP_BACKLOG, count_links_sent
-from services.chain.chain import ChainTiming, send_links
-from services.feed.events import announce_committed_events
-from services.kit.db import as_utc, connection, db_now, is_sqlite, write_transaction
+from services.chain import ChainTiming, send_links
+from services.feed import announce_committed_events
+from services.kit import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.tasks.pending_timer import apply_overdue_changes, link_pending_changes
-from services.timers.claims import PumpSettings, timer_statements
+from services.timers import PumpSettings, timer_statements
 
 _PUMP_LOCK_KEY = 7_311_002
 

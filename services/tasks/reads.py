@@ -15,9 +15,18 @@ from typing import Any
 from tortoise.functions import Count
 
 from models import TaskInstance
-from services.chain.chain import OPEN_STATUSES
-from services.kit.db import connection, is_sqlite
-from services.kit.paging import Keyset, Page, PageRequest, SortKey, parse_instant, parse_integer, parse_uuid
+from services.chain import OPEN_STATUSES
+from services.kit import (
+    Keyset,
+    Page,
+    PageRequest,
+    SortKey,
+    connection,
+    is_sqlite,
+    parse_instant,
+    parse_integer,
+    parse_uuid,
+)
 
 
 async def open_instances(task_ids: Sequence[str]) -> dict[str, TaskInstance]:

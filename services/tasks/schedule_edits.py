@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from models import InstanceStatus, Task, TaskInstance, TaskState, User
-from services.accounts.commitment_horizon import horizon_of
-from services.chain.chain import ChainTiming
-from services.kit.ids import parse_id
-from services.schedules.due_times import (
+from services.accounts import horizon_of
+from services.chain import ChainTiming
+from services.kit import parse_id
+from services.schedules import (
     DueTimes,
     check_schedule,
     out_of_time,

@@ -13,14 +13,28 @@ from models import (
     User,
     VerificationMethod,
 )
-from services.accounts.commitment_horizon import horizon_of
-from services.chain.chain import ChainTiming, links_of, next_instance_row, plan_next_instance
-from services.chain.links import send_links_after_commit
-from services.kit.db import connection, db_now, is_sqlite, write_transaction
-from services.kit.errors import BadInput, Conflict, Forbidden, NotFound, ProofloopError
-from services.kit.ids import parse_id
-from services.partners.access import is_active_partner
-from services.reminders.reminders import (
+from services.accounts import horizon_of
+from services.chain import (
+    ChainTiming,
+    links_of,
+    next_instance_row,
+    plan_next_instance,
+    send_links_after_commit,
+)
+from services.kit import (
+    BadInput,
+    Conflict,
+    Forbidden,
+    NotFound,
+    ProofloopError,
+    connection,
+    db_now,
+    is_sqlite,
+    parse_id,
+    write_transaction,
+)
+from services.partners import is_active_partner
+from services.reminders import (
     check_reminders,
     occurrence_of,
     offsets_of,
@@ -28,7 +42,7 @@ from services.reminders.reminders import (
     replan_open_reminders,
     stored,
 )
-from services.schedules.due_times import (
+from services.schedules import (
     DueTimes,
     check_schedule,
     known_schedule,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from services.kit.messaging import Outgoing
+from services.kit import Outgoing
 
 # Links due at the same instant travel together, up to this many a message.
 LINK_BATCH = 200

@@ -14,8 +14,7 @@ from urllib.parse import quote, urlsplit
 
 import idna
 
-from services.kit.name_lookups import LookupFailed, NameLookups
-from services.kit.public_addresses import is_public_address
+from services.kit import LookupFailed, NameLookups, is_public_address
 
 MAX_URL = 2000
 # the Fetch standard's "bad ports" (mail, shell, file, name, chat and other non-HTTP services a POST could

@@ -15,8 +15,7 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from models import DeliveryStatus, WebhookDelivery
-from services.kit.db import db_now
-from services.kit.messaging import Outgoing, send, send_after_commit
+from services.kit import Outgoing, db_now, send, send_after_commit
 
 DELIVER_ACTOR = "webhooks.deliver"
 WEBHOOK_QUEUE = "webhooks"  # its own queue: a slow receiver never delays a chain link or a mail

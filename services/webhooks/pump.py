@@ -12,9 +12,8 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import cache
 
-from services.kit.db import as_utc, connection, db_now, is_sqlite, write_transaction
-from services.kit.messaging import send
-from services.timers.claims import PumpSettings
+from services.kit import as_utc, connection, db_now, is_sqlite, send, write_transaction
+from services.timers import PumpSettings
 from services.webhooks.outbox import delivery_message
 
 _DELIVERY_PUMP_LOCK_KEY = 7_311_004

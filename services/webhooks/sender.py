@@ -19,7 +19,7 @@ import httpx
 
 from models import DeliveryStatus, WebhookDelivery
 from observability.metrics import count_webhook_delivery
-from services.kit.name_lookups import NameLookups
+from services.kit import NameLookups
 from services.webhooks.addresses import RefusedAddress, Target, parse_target, resolve_checked
 from services.webhooks.client import Answer, UnsendableUrl, post_pinned
 from services.webhooks.outbox import (

@@ -17,12 +17,20 @@ from datetime import datetime
 from tortoise.queryset import QuerySet
 
 from models import Task, TaskInstance, User, Webhook
-from services.kit.db import write_transaction
-from services.kit.errors import BadInput, Conflict, NotFound
-from services.kit.ids import global_id, parse_id
-from services.kit.instants import format_instant
-from services.kit.name_lookups import NameLookups
-from services.kit.paging import Keyset, SortKey, parse_instant, parse_uuid
+from services.kit import (
+    BadInput,
+    Conflict,
+    Keyset,
+    NameLookups,
+    NotFound,
+    SortKey,
+    format_instant,
+    global_id,
+    parse_id,
+    parse_instant,
+    parse_uuid,
+    write_transaction,
+)
 from services.webhooks.addresses import RefusedAddress, parse_target, resolve_checked
 from services.webhooks.outbox import NewDelivery, queue_deliveries
 
