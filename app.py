@@ -29,8 +29,7 @@ from services.accounts import PasswordHashing, accounts
 from services.feed import Announcer, feeds, use_announcer
 from services.kit import NameLookups
 from services.partners import access
-from services.proofs.decode_gate import DecodeGate
-from services.proofs.media_storage import sweep_orphans_forever
+from services.proofs import DecodeGate, sweep_orphans_forever
 from settings import Settings, get_settings
 from storage.blobs import BlobStore
 from web.graphiql import graphiql_assets

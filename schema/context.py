@@ -20,7 +20,7 @@ from schema.dataloaders import Loaders
 from services.accounts import PasswordHashing, Session, authenticate, bearer_token
 from services.kit import BadInput, EventIds, Unauthenticated, db_now, event_ids
 from services.partners import Access
-from services.proofs.decode_gate import DecodeGate
+from services.proofs import DecodeGate
 from settings import Settings
 from web.state import ApiResources, resources_of
 

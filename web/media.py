@@ -17,7 +17,7 @@ from models import Verification
 from services.accounts import authenticate, bearer_token, token_is_live
 from services.kit import Unauthenticated, decode_id, is_uuid
 from services.partners import access_for
-from services.proofs.media_links import link_is_valid
+from services.proofs import link_is_valid
 from settings import Settings
 from storage.blobs import BlobStore
 

@@ -18,7 +18,7 @@ from schema.parse_cache import ValidDocuments
 from services.accounts import PasswordHashing
 from services.feed import Announcer
 from services.kit import NameLookups
-from services.proofs.decode_gate import DecodeGate
+from services.proofs import DecodeGate
 from settings import Settings
 
 

@@ -13,7 +13,7 @@ from schema.types.node import Node
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
 from services.kit import global_id
-from services.proofs.media_links import media_url
+from services.proofs import media_url
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance

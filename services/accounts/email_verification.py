@@ -5,8 +5,7 @@ from __future__ import annotations
 from models import MailedTokenPurpose, User
 from services.accounts.mailed_tokens import live_token, new_token, use_token
 from services.kit import AttemptWindow, Conflict, db_now, write_transaction
-from services.mail import messages
-from services.mail.outbox import queue_mail
+from services.mail import messages, queue_mail
 
 
 async def send_verification(user: User, public_url: str) -> None:

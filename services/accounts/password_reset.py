@@ -9,8 +9,7 @@ from services.accounts.accounts import AccountRules, Session, normalize_email, s
 from services.accounts.mailed_tokens import live_token, new_token, use_token
 from services.accounts.passwords import check_password_policy
 from services.kit import RateLimited, db_now, remember_owner_address, write_transaction
-from services.mail import messages
-from services.mail.outbox import queue_mail
+from services.mail import messages, queue_mail
 
 log = logging.getLogger("proofloop.accounts")
 

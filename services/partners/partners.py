@@ -26,8 +26,7 @@ from services.kit import (
     parse_uuid,
     write_transaction,
 )
-from services.mail import messages
-from services.mail.outbox import queue_mail
+from services.mail import messages, queue_mail
 from services.partners.access import watching
 
 _OPEN = (PartnershipStatus.INVITED, PartnershipStatus.ACTIVE)
