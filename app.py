@@ -25,12 +25,11 @@ from realtime.redis_options import RedisTimeouts
 from runtime import close_database, configure_logging, open_database
 from schema.parse_cache import ValidDocuments
 from schema.schema import schema
-from services import access, accounts, feeds
-from services.decode_gate import DecodeGate
-from services.events import Announcer, use_announcer
-from services.media_storage import sweep_orphans_forever
-from services.name_lookups import NameLookups
-from services.passwords import PasswordHashing
+from services.accounts import PasswordHashing, accounts
+from services.feed import Announcer, feeds, use_announcer
+from services.kit import NameLookups
+from services.partners import access
+from services.proofs import DecodeGate, sweep_orphans_forever
 from settings import Settings, get_settings
 from storage.blobs import BlobStore
 from web.graphiql import graphiql_assets

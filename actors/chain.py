@@ -10,12 +10,10 @@ import logging
 
 import dramatiq
 
-from services.chain import ChainTiming
-from services.chain_batch import settle_links
-from services.chain_links import FIRE_ACTOR, FIRE_BATCH_ACTOR
-from services.messaging import CHAIN_QUEUE
-from services.pending_timer import APPLY_ACTOR, apply_changes_of
+from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, settle_links
+from services.kit import CHAIN_QUEUE
 from services.schedules import recurrence_budget
+from services.tasks import APPLY_ACTOR, apply_changes_of
 from settings import get_settings
 
 log = logging.getLogger("proofloop.chain")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dramatiq
 
-from services.mail.delivery import deliver
-from services.mail.outbox import DELIVER_ACTOR
-from services.messaging import MAIL_QUEUE
+from services.kit import MAIL_QUEUE
+from services.mail import DELIVER_ACTOR, deliver
 from settings import get_settings
 
 # about two days of retries: 10 s, 20 s, 40 s, … capped at an hour

@@ -11,7 +11,7 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
 from observability.outages import report_failure
-from services.mail.outbox import resend_stranded_mail
+from services.mail import resend_stranded_mail
 from settings import Settings
 
 log = logging.getLogger("proofloop.mail")

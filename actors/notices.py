@@ -9,7 +9,7 @@ from dramatiq.middleware import Middleware
 
 from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
-from services.events import Announcer, use_announcer
+from services.feed import Announcer, use_announcer
 from settings import Settings
 
 

@@ -11,10 +11,11 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
 from observability.outages import report_failure
-from services.messaging import CHAIN_QUEUE
-from services.pump import PumpSettings, pump_once
-from services.reminder_links import claim_due_reminders
-from services.webhook_pump import claim_due_deliveries
+from services.kit import CHAIN_QUEUE
+from services.reminders import claim_due_reminders
+from services.tasks import pump_once
+from services.timers import PumpSettings
+from services.webhooks import claim_due_deliveries
 from settings import Settings
 
 log = logging.getLogger("proofloop.pump")

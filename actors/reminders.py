@@ -1,14 +1,13 @@
 """reminders.fire: one reminder link; reminders.fire_batch: links due at the same instant. Both fire
-through the set path, which also takes the reminders due in the same seconds (services/reminder_sets.py).
+through the set path, which also takes the reminders due in the same seconds (services/reminders/sets.py).
 No Dramatiq retries: the pump is the retry, as for the chain."""
 
 from __future__ import annotations
 
 import dramatiq
 
-from services.messaging import CHAIN_QUEUE
-from services.reminder_sets import fire_reminder_links
-from services.reminders import FIRE_ACTOR, FIRE_BATCH_ACTOR
+from services.kit import CHAIN_QUEUE
+from services.reminders import FIRE_ACTOR, FIRE_BATCH_ACTOR, fire_reminder_links
 
 
 @dramatiq.actor(actor_name=FIRE_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)

@@ -23,7 +23,7 @@ from actors.health import HealthReport, remove_report, write_report
 from observability.exposition import multiprocess_dir
 from observability.metrics import CONSUMER_RESTARTS, CONSUMERS_ALIVE
 from observability.outages import outage, report_failure
-from services.db import connection
+from services.kit import connection
 
 log = logging.getLogger("proofloop.watchdog")
 

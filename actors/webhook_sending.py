@@ -9,8 +9,7 @@ import dramatiq
 from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
-from services.webhook_outbox import DeliveryTiming
-from services.webhook_sender import DeliveryLimits, WebhookSender
+from services.webhooks import DeliveryLimits, DeliveryTiming, WebhookSender
 from settings import Settings
 
 

@@ -1,13 +1,13 @@
 """webhooks.deliver: wake this process's sender for one delivery row. The attempt runs as a task of its
 own on the event loop, so this actor returns at once and no Dramatiq thread waits on a receiver; the row
-is the retry (services/webhook_outbox.py), so Dramatiq retries none."""
+is the retry (services/webhooks/outbox.py), so Dramatiq retries none."""
 
 from __future__ import annotations
 
 import dramatiq
 
 from actors.webhook_sending import webhook_sender
-from services.webhook_outbox import DELIVER_ACTOR, WEBHOOK_QUEUE
+from services.webhooks import DELIVER_ACTOR, WEBHOOK_QUEUE
 
 # behind the chain's messages (priority 0) when both wait for a Dramatiq thread, as after a reminder herd
 DELIVERY_PRIORITY = 100

@@ -1,7 +1,7 @@
 """Idle precision (issue #3): 200 links one at a time, lateness = settled_at - fire_at.
 
 Proofloop: every ~120 ms this process creates a one-off task due 1 s later through the real path
-(services.tasks.create_task in a write transaction, so the chain sends its own link after commit);
+(services.tasks.tasks.create_task in a write transaction, so the chain sends its own link after commit);
 one worker (1 process x 8 threads) settles each instance MISSED at its fire_at. Raw Dramatiq: 200 no-op
 messages delayed 1 s, one every ~120 ms, on the same private Redis with the same worker settings.
 Targets: Proofloop p50 <= 100 ms, p99 <= 250 ms.
@@ -51,9 +51,9 @@ def _whole_second_after(at: datetime) -> datetime:
 
 async def proofloop_precision(env: BenchEnv) -> tuple[Lateness, int]:
     from models import User, VerificationMethod
-    from services.chain import ChainTiming
-    from services.task_drafts import TaskDraft
-    from services.tasks import create_task
+    from services.chain.chain import ChainTiming
+    from services.tasks.drafts import TaskDraft
+    from services.tasks.tasks import create_task
     from verification.recurrence import Schedule
 
     worker = env.proofloop_worker()

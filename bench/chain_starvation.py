@@ -2,7 +2,7 @@
 
 Proofloop: 20,000 one-off tasks whose PENDING instance is due a day away are inserted by SQL (fire_at
 outside the 300 s horizon, so they stay in the database: no message), then this process creates 500
-one-off tasks due 10 s later through the real path (services.tasks.create_task: the chain sends each link
+one-off tasks due 10 s later through the real path (services.tasks.tasks.create_task: the chain sends each link
 after commit). Raw Dramatiq, on the same private Redis with the same worker settings (1 process x
 8 threads, worker_timeout 100 ms): 20,000 no-op messages delayed 1 hour are sent first, then 500 due in
 10 s; the wait is capped at ~60 s after the first of the 500 was sent, and the ones that had not run by then
@@ -88,9 +88,9 @@ class RssSampler:
 
 async def proofloop_starvation(env: BenchEnv) -> Starvation:
     from models import User, VerificationMethod
-    from services.chain import ChainTiming
-    from services.task_drafts import TaskDraft
-    from services.tasks import create_task
+    from services.chain.chain import ChainTiming
+    from services.tasks.drafts import TaskDraft
+    from services.tasks.tasks import create_task
     from verification.recurrence import Schedule
 
     db = await asyncpg.connect(env.database_url)

@@ -14,7 +14,7 @@ import asyncpg
 import psutil
 import redis
 
-from services.ids import event_ids
+from services.kit.ids import event_ids
 from tests.harness import free_port, run_cli
 
 SECRET_KEY = "bench-secret"

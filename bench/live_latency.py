@@ -33,9 +33,9 @@ from bench.live_env import EVENT_IDS, api_redis_connections, live_env
 from models import AuthToken, Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance, User
 from realtime.redis_client import close_redis, open_redis
 from runtime import close_database, open_database
-from services.accounts import token_digest
-from services.db import on_commit, write_transaction
-from services.events import record_event
+from services.accounts.accounts import token_digest
+from services.feed.events import record_event
+from services.kit.db import on_commit, write_transaction
 from settings import Settings
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
 

@@ -1,6 +1,6 @@
 """Reminder precision: lateness = fired_at - remind_at of DUE_SOON reminders, one at a time and in a burst.
 
-Idle: every ~120 ms this process creates a one-off task through the real path (services.tasks.create_task)
+Idle: every ~120 ms this process creates a one-off task through the real path (services.tasks.tasks.create_task)
 with one reminder "at open", its window opening 1 s later (due in a minute), so the chain links the
 reminder itself after commit. Burst: 500 such tasks whose windows all open at the same instant, 12 s
 after the first is created. One worker (1 process x 8 threads) fires them. Worker CPU per reminder (every
@@ -52,10 +52,10 @@ WHERE t.title LIKE $1
 
 async def _create(owner: object, title: str, opens_at: datetime) -> None:
     from models import ReminderAnchor, User, VerificationMethod
-    from services.chain import ChainTiming
-    from services.reminders import ReminderOffset
-    from services.task_drafts import TaskDraft
-    from services.tasks import create_task
+    from services.chain.chain import ChainTiming
+    from services.reminders.reminders import ReminderOffset
+    from services.tasks.drafts import TaskDraft
+    from services.tasks.tasks import create_task
     from verification.recurrence import Schedule
 
     assert isinstance(owner, User)

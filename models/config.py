@@ -27,9 +27,9 @@ def _sqlite(connection: dict[str, Any]) -> None:
     connection["credentials"].setdefault("synchronous", "NORMAL")
 
 
-# The array types the set-based statements bind (services/settle_sql.py, settle_reads.py). asyncpg learns
-# each one per connection by a catalog query the first time a statement binds it; a new connection learns
-# them all in one query, instead of one query per statement during the burst that opened it.
+# The array types the set-based statements bind (services/chain/settle_sql.py, settle_reads.py).
+# asyncpg learns each one per connection by a catalog query the first time a statement binds it; a new
+# connection learns them all in one query, instead of one query per statement during the burst that opened it.
 _ARRAY_TYPES = "SELECT $1::uuid[], $2::timestamptz[], $3::int4[], $4::bool[]"
 
 

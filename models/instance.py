@@ -27,7 +27,7 @@ class TaskInstance(Model):
     # The durable timer: when the chain next owes work on this row (NULL once nothing is owed).
     fire_at = fields.DatetimeField(null=True)
     # The last link sent for this row: its number (compare-and-set guard), the fire_at it targets, and
-    # when it was sent (services/pump.py decides from these when a link counts as lost).
+    # when it was sent (services/timers/claims.py decides from these when a link counts as lost).
     link_no = fields.IntField(default=0)
     link_for = fields.DatetimeField(null=True)
     linked_at = fields.DatetimeField(null=True)

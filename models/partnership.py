@@ -21,7 +21,7 @@ class Partnership(Model):
     status = fields.CharEnumField(PartnershipStatus, max_length=16, default=PartnershipStatus.INVITED)
     created_at = fields.DatetimeField(auto_now_add=True)
     responded_at = fields.DatetimeField(null=True)
-    # the owner's commitment horizon holds partner changes back (services/access.py reads both)
+    # the owner's commitment horizon holds partner changes back (services/partners/access.py reads both)
     removal_effective_at = fields.DatetimeField(null=True)  # removed by the owner: watches until then
     decides_from = fields.DatetimeField(null=True)  # accepted beside another partner: decides from then
 

@@ -33,15 +33,15 @@ class Task(Model):
     video_min_duration_seconds = fields.FloatField(null=True)
     review_window_seconds = fields.IntField(null=True)
     review_on_timeout = fields.CharEnumField(ReviewTimeoutPolicy, max_length=16, null=True)
-    # [[anchor, offset_seconds], ...] (services/reminders.py): each planned instance gets these reminders;
-    # NULL (every task from before reminders) is none
+    # [[anchor, offset_seconds], ...] (services/reminders/reminders.py): each planned instance gets
+    # these reminders; NULL (every task from before reminders) is none
     reminders: list[list[object]] | None = fields.JSONField(null=True)
 
     state = fields.CharEnumField(TaskState, max_length=16, default=TaskState.ACTIVE)
     chain_version = fields.IntField(default=1)  # bumped by every edit that re-plans; stale links die on it
     last_seq = fields.IntField(default=0)  # sequence number of the latest planned instance
     deleted_at = fields.DatetimeField(null=True)
-    # an easier edit waiting out the owner's commitment horizon (services/pending_changes.py), and when
+    # an easier edit waiting out the owner's commitment horizon (services/tasks/pending_changes.py), and when
     # it applies: the chain applies it at that moment, before any decision about the task
     pending_change: dict[str, object] | None = fields.JSONField(null=True)
     pending_effective_at = fields.DatetimeField(null=True)  # partial index: migration 0009

@@ -24,7 +24,7 @@ from observability.metrics import OPEN_SUBSCRIPTIONS
 from observability.outages import report_failure
 from realtime.notices import CONTROL_CHANNEL, EVENTS_CHANNEL_PREFIX
 from realtime.subscribers import EndReason, Subscriber
-from services.access import pushed_to
+from services.partners import pushed_to
 
 log = logging.getLogger("proofloop.realtime")
 

@@ -10,11 +10,16 @@ from schema.context import Info
 from schema.types.pagination import Connection, page_request
 from schema.types.session import Session
 from schema.types.user import AuthPayload, User
-from services import accounts, email_verification, password_reset
-from services.accounts import AccountRules, SessionDevice
-from services.commitment_horizon import MAX_HORIZON_DAYS, set_commitment_horizon
-from services.paging import keyset_page
-from services.rate_limits import AttemptWindow, LoginBackoff
+from services.accounts import (
+    MAX_HORIZON_DAYS,
+    AccountRules,
+    SessionDevice,
+    accounts,
+    email_verification,
+    password_reset,
+    set_commitment_horizon,
+)
+from services.kit import AttemptWindow, LoginBackoff, keyset_page
 
 DEVICE_NAME = "how the session is listed in `sessions` (at most 100 characters)"
 

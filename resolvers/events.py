@@ -12,9 +12,16 @@ from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.event import VerificationEvent
 from schema.types.pagination import Connection, page_request
-from services import feeds
-from services.errors import Conflict, NotFound, ProofloopError, RateLimited, Unauthenticated
-from services.paging import check_page_size, keyset_page
+from services.feed import feeds
+from services.kit import (
+    Conflict,
+    NotFound,
+    ProofloopError,
+    RateLimited,
+    Unauthenticated,
+    check_page_size,
+    keyset_page,
+)
 
 DEFAULT_PAGE = 50
 

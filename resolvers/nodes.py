@@ -22,8 +22,7 @@ from schema.types.task import Task
 from schema.types.user import User
 from schema.types.verification import Verification
 from schema.types.webhook import Webhook
-from services.errors import BadInput
-from services.ids import EVENT_TYPE, decode_id, split_global_id
+from services.kit import EVENT_TYPE, BadInput, decode_id, split_global_id
 
 MAX_NODES = 100
 

@@ -8,8 +8,8 @@ from schema.context import Info
 from schema.enums import PartnershipStatus
 from schema.types.pagination import Connection, page_request
 from schema.types.partnership import Partnership
-from services import partners
-from services.paging import keyset_page
+from services.kit import keyset_page
+from services.partners import partners
 
 DEFAULT_PAGE = 20
 

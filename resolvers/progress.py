@@ -5,9 +5,8 @@ import strawberry
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.progress import Progress
-from services.errors import NotFound
-from services.ids import decode_id
-from services.progress import Scope, ScopeKind
+from services.feed import Scope, ScopeKind
+from services.kit import NotFound, decode_id
 
 
 @strawberry.type
@@ -23,5 +22,5 @@ class ProgressQueries:
             return Progress(scope=Scope(ScopeKind.USER, access.viewer_id))
         if wanted is None or not access.partners(wanted):
             raise NotFound("no such user among those you partner for")
-        # a partner reads the user's history from the partnership's start, as everywhere (services/access.py)
+        # a partner reads the user's history from the partnership's start, as everywhere (partners/access.py)
         return Progress(scope=Scope(ScopeKind.USER, wanted, since=access.history_start(wanted)))

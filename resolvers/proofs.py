@@ -17,7 +17,7 @@ from schema.inputs import GeoPointInput, aware
 from schema.types.verification import Verification
 from services import proofs
 from services.chain import ChainTiming
-from services.errors import BadInput, PayloadTooLarge
+from services.kit import BadInput, PayloadTooLarge
 from services.proofs import MediaPolicy, MediaUpload
 
 

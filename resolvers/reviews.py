@@ -9,9 +9,9 @@ from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.types.pagination import Connection, page_request
 from schema.types.verification import Verification
-from services import appeals, proofs
-from services.db import db_now
-from services.paging import check_page_size, keyset_page
+from services import proofs
+from services.kit import check_page_size, db_now, keyset_page
+from services.proofs import appeals
 
 
 @strawberry.type

@@ -14,15 +14,11 @@ from schema.inputs import CreateTaskInput, UpdateTaskInput
 from schema.types.instance import TaskInstance
 from schema.types.pagination import PageInfo, page_request
 from schema.types.task import Task, TaskConnection, TaskEdge
-from services import tasks
-from services.access import require_visible_task, visible_instance
 from services.chain import ChainTiming
-from services.errors import NotFound, ProofloopError
-from services.ids import decode_id
-from services.paging import keyset_page
+from services.kit import NotFound, ProofloopError, decode_id, keyset_page
+from services.partners import require_visible_task, visible_instance
 from services.schedules import recurrence_budget
-from services.task_drafts import TaskDraft
-from services.task_reads import TASK_ORDER
+from services.tasks import TASK_ORDER, TaskDraft, tasks
 from settings import Settings
 
 

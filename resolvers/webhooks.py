@@ -6,8 +6,8 @@ from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.types.pagination import Connection, page_request
 from schema.types.webhook import Webhook, WebhookRegistration
-from services import webhooks
-from services.paging import keyset_page
+from services.kit import keyset_page
+from services.webhooks import webhooks
 
 
 @strawberry.input

@@ -17,13 +17,10 @@ from strawberry.types import Info as StrawberryInfo
 from models import User
 from realtime.hub import Hub
 from schema.dataloaders import Loaders
-from services.access import Access
-from services.accounts import Session, authenticate, bearer_token
-from services.db import db_now
-from services.decode_gate import DecodeGate
-from services.errors import BadInput, Unauthenticated
-from services.ids import EventIds, event_ids
-from services.passwords import PasswordHashing
+from services.accounts import PasswordHashing, Session, authenticate, bearer_token
+from services.kit import BadInput, EventIds, Unauthenticated, db_now, event_ids
+from services.partners import Access
+from services.proofs import DecodeGate
 from settings import Settings
 from web.state import ApiResources, resources_of
 
@@ -64,7 +61,7 @@ class Context:
 
     @property
     def event_ids(self) -> EventIds:
-        """The cipher of event ids (services/ids.py), keyed by the server secret."""
+        """The cipher of event ids (services/kit/ids.py), keyed by the server secret."""
         return event_ids(self.settings.resolved_secret_key)
 
     def token(self) -> str | None:
@@ -108,7 +105,7 @@ class Context:
         return (await self.authenticate()).user
 
     async def access(self) -> Access:
-        """What the viewer may read (services/access.py), read once per request."""
+        """What the viewer may read (services/partners/access.py), read once per request."""
         return await self.loaders.access.load(str((await self.viewer()).id))
 
     async def partnered_user_ids(self) -> frozenset[str]:

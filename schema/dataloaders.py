@@ -15,12 +15,8 @@ from typing import Any, TypeVar
 from strawberry.dataloader import DataLoader
 
 from models import AuthToken, Event, Partnership, Task, TaskInstance, User, Verification, Webhook
-from services.access import Access, access_of
 from services.accounts import live_sessions_among
-from services.feeds import readable_events
-from services.paging import Page
-from services.partners import counterpart_ids, readable_partnerships
-from services.progress import (
+from services.feed import (
     CalendarAsk,
     Completion,
     DatedInstance,
@@ -28,10 +24,13 @@ from services.progress import (
     Streaks,
     calendars,
     completions,
+    readable_events,
     streaks,
+    streaks_of,
 )
-from services.streaks import streaks_of
-from services.task_reads import (
+from services.kit import Page
+from services.partners import Access, access_of, counterpart_ids, readable_partnerships
+from services.tasks import (
     VERIFICATION_ORDER,
     InstanceCount,
     InstancePage,
@@ -197,7 +196,7 @@ class Loaders:
 
     @cached_property
     def readable_event(self) -> DataLoader[tuple[Access, int], Event | None]:
-        """An event by position, if the viewer's feeds show it (services/feeds.py)."""
+        """An event by position, if the viewer's feeds show it (services/feed/feeds.py)."""
         return DataLoader(load_fn=_load_readable_events, cache_key_fn=_per_viewer)
 
     @cached_property
@@ -219,7 +218,7 @@ class Loaders:
 
     @cached_property
     def access(self) -> DataLoader[str, Access]:
-        """What a viewer may read (services/access.py), by viewer id."""
+        """What a viewer may read (services/partners/access.py), by viewer id."""
         return DataLoader(load_fn=_load_access)
 
     @cached_property

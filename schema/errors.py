@@ -1,6 +1,6 @@
 """Errors as the contract shows them: a code in extensions, and nothing about the inside.
 
-Our own errors (services.errors) keep their message and code; variable coercion failures become
+Our own errors (services.kit.errors) keep their message and code; variable coercion failures become
 BAD_USER_INPUT naming the variable; other document errors become GRAPHQL_VALIDATION_FAILED; an error that
 says the database or Redis did not answer becomes SERVICE_UNAVAILABLE (counted by its outage, not logged
 one by one); anything else is masked as INTERNAL_SERVER_ERROR. Every error is logged once, never with the
@@ -31,7 +31,7 @@ from strawberry.types import ExecutionContext
 
 from observability.outages import Dependency, outage, unreachable
 from schema.scalars import InvalidDateTime
-from services.errors import BadInput, ProofloopError, RateLimited, ServiceUnavailable
+from services.kit import BadInput, ProofloopError, RateLimited, ServiceUnavailable
 
 log = logging.getLogger("proofloop.graphql")
 

@@ -26,7 +26,7 @@ from observability.outages import report_failure
 from resolvers.tasks import create_tasks_together
 from schema.context import Context
 from schema.input_guards import check_argument
-from services.errors import ProofloopError
+from services.kit import ProofloopError
 
 log = logging.getLogger("proofloop.graphql")
 

@@ -16,7 +16,7 @@ from graphql import GraphQLResolveInfo
 from strawberry.extensions import SchemaExtension
 from strawberry.utils.await_maybe import AwaitableOrValue
 
-from services.errors import BadInput
+from services.kit import BadInput
 
 
 def refused_text(value: str) -> str | None:

@@ -9,9 +9,9 @@ import strawberry
 from models import ReminderAnchor as ReminderAnchorRow
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod
-from services.errors import BadInput
+from services.kit import BadInput
 from services.reminders import ReminderOffset
-from services.task_drafts import (
+from services.tasks import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
     PartnerRuleDraft,

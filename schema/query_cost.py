@@ -35,7 +35,7 @@ from graphql import (
 from strawberry.extensions import SchemaExtension
 
 # what a page size counts as at most: larger ones are refused by the field itself (BAD_USER_INPUT)
-from services.paging import MAX_PAGE
+from services.kit import MAX_PAGE
 
 SIZE_ARGUMENTS = ("first", "last")
 # a list argument naming the rows a field returns (nodes(ids:)) sizes it by its length

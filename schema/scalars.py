@@ -1,4 +1,5 @@
-"""Scalars of the contract. DateTime inputs take any offset; outputs are UTC with a `Z`: services/instants.py.
+"""Scalars of the contract. DateTime inputs take any offset; outputs are UTC with a `Z`
+(services/kit/instants.py).
 
 Types annotate plain `datetime`; the schema maps it to this definition with `scalar_overrides`.
 """
@@ -10,7 +11,7 @@ from datetime import UTC, datetime
 import strawberry
 from strawberry.types.scalar import ScalarDefinition
 
-from services.instants import format_instant
+from services.kit import format_instant
 
 
 class InvalidDateTime(ValueError):

@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 
 from models import VerificationMethod
-from services.task_drafts import TaskDraft
+from services.tasks.drafts import TaskDraft
 from tests.harness import ApiClient, row_key
 from verification.recurrence import Schedule
 

@@ -29,19 +29,19 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 
 
-# the secret of the servers tests/conftest.py starts: it enciphers event ids (services/ids.py)
+# the secret of the servers tests/conftest.py starts: it enciphers event ids (services/kit/ids.py)
 TEST_SECRET_KEY = "test-secret-key"
 
 
 def event_id(position: int, secret: str = TEST_SECRET_KEY) -> str:
     """The id the API shows for the event at `position` (an outbox row a test wrote itself)."""
-    from services.ids import event_ids
+    from services.kit.ids import event_ids
 
     return event_ids(secret).encode(position)
 
 
 def event_position(id: str, secret: str = TEST_SECRET_KEY) -> int:
-    from services.ids import event_ids
+    from services.kit.ids import event_ids
 
     position = event_ids(secret).decode(id)
     assert position is not None, f"{id!r} is not an event id of this server"

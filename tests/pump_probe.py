@@ -16,10 +16,11 @@ from datetime import timedelta
 from actors.broker import configure_broker
 from models import TaskInstance, User
 from runtime import close_database, open_database
-from services.chain import ChainTiming
-from services.db import db_now
-from services.pump import PumpSettings, claim_due_links
-from services.tasks import create_task
+from services.chain.chain import ChainTiming
+from services.kit.db import db_now
+from services.tasks.pump import claim_due_links
+from services.tasks.tasks import create_task
+from services.timers.claims import PumpSettings
 from settings import Settings
 from tests.chain_support import photo_draft
 

@@ -42,7 +42,7 @@ from schema.context import Context
 from schema.errors import UNAVAILABLE, unavailable, unavailable_after
 from schema.parse_cache import is_subscription
 from services.accounts import bearer_token
-from services.errors import ServiceUnavailable, Unauthenticated
+from services.kit import ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web.event_stream import LineFeedSSETransport
 from web.graphiql import graphiql_response

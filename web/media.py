@@ -2,8 +2,8 @@
 
 Access is decided at request time from a signed link (`viewer`, `session`, `exp`, `sig`; the token it was
 issued to must still be live) or a bearer header: the viewer must still be the owner, or an ACTIVE
-partner that services/access.py lets see the proof. Everyone else, and every bad or expired signature,
-gets the same 404, so a link never tells whether the proof exists.
+partner that services/partners/access.py lets see the proof. Everyone else, and every bad or expired
+signature, gets the same 404, so a link never tells whether the proof exists.
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 
 from models import Verification
-from services.access import access_for
 from services.accounts import authenticate, bearer_token, token_is_live
-from services.errors import Unauthenticated
-from services.ids import decode_id, is_uuid
-from services.media_links import link_is_valid
+from services.kit import Unauthenticated, decode_id, is_uuid
+from services.partners import access_for
+from services.proofs import link_is_valid
 from settings import Settings
 from storage.blobs import BlobStore
 
@@ -92,7 +91,7 @@ def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response
         if viewer_id is None or row is None:
             return _not_found()
         access = await access_for(viewer_id)
-        # the owner keeps their own media; a partner sees only what services/access.py lets them
+        # the owner keeps their own media; a partner sees only what services/partners/access.py lets them
         if not (access.owns(row.user_id) or access.sees_instance(row.instance, row.instance.task)):
             return _not_found()
         digest, mime = (

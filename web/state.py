@@ -15,17 +15,17 @@ from tortoise.backends.base.client import BaseDBAsyncClient
 
 from realtime.hub import Hub
 from schema.parse_cache import ValidDocuments
-from services.decode_gate import DecodeGate
-from services.events import Announcer
-from services.name_lookups import NameLookups
-from services.passwords import PasswordHashing
+from services.accounts import PasswordHashing
+from services.feed import Announcer
+from services.kit import NameLookups
+from services.proofs import DecodeGate
 from settings import Settings
 
 
 @dataclass(frozen=True)
 class ApiResources:
     settings: Settings
-    database: BaseDBAsyncClient  # Tortoise's default connection (services reach it as services.db.connection)
+    database: BaseDBAsyncClient  # Tortoise's default connection (services reach it as kit.db.connection)
     redis: aioredis.Redis  # the process's general client (services reach it in realtime/redis_client.py)
     hub: Hub  # the live fan-out: one pub/sub connection, every subscription of this process
     announcer: Announcer  # how this process's commits announce their events (it waits)

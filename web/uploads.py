@@ -18,7 +18,7 @@ from observability.outages import outage
 from schema.context import ARRIVED_MONOTONIC
 from schema.errors import unavailable, unavailable_after
 from services.accounts import authenticate, bearer_token
-from services.errors import ServiceUnavailable, Unauthenticated
+from services.kit import ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web.graphql_view import response_media_type, unavailable_response
 

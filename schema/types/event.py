@@ -16,7 +16,7 @@ from schema.types.verification import Verification
 
 @strawberry.type
 class VerificationEvent(Node):
-    """An outbox row read with its user, task, instance and verification (services/feeds.py)."""
+    """An outbox row read with its user, task, instance and verification (services/feed/feeds.py)."""
 
     row: strawberry.Private[EventRow]
 

@@ -13,9 +13,8 @@ from schema.types.node import Node
 from schema.types.pagination import Connection, PageInfo, page_request
 from schema.types.task import Task
 from schema.types.verification import Verification
-from services.ids import global_id
-from services.paging import Page, page_of_rows
-from services.task_reads import INSTANCE_ORDER, VERIFICATION_ORDER, InstanceCount, InstancePage
+from services.kit import Page, global_id, page_of_rows
+from services.tasks import INSTANCE_ORDER, VERIFICATION_ORDER, InstanceCount, InstancePage
 
 
 @strawberry.type

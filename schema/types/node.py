@@ -1,4 +1,4 @@
-"""Relay's Node: every object a client refetches by its global id (services/ids.py)."""
+"""Relay's Node: every object a client refetches by its global id (services/kit/ids.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Relay connections: PageInfo, one generic edge and connection, and the arguments that ask for a page.
 
-The paging rule itself (keyset, both directions, opaque cursors) is services/paging.py's.
+The paging rule itself (keyset, both directions, opaque cursors) is services/kit/paging.py's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import strawberry
 from strawberry.types.nodes import convert_arguments
 
 from schema.context import Info
-from services.paging import Keyset, Page, PageRequest
+from services.kit import Keyset, Page, PageRequest
 
 Node = TypeVar("Node")
 Row = TypeVar("Row")

@@ -9,7 +9,7 @@ from schema.context import Info
 from schema.enums import PartnershipStatus
 from schema.types.node import Node
 from schema.types.user import User, load_user
-from services.ids import global_id
+from services.kit import global_id
 from services.partners import status_at as partnership_status
 
 

@@ -10,8 +10,8 @@ import strawberry
 from models import InstanceStatus as InstanceStatusRow
 from schema.context import Info
 from schema.types.instance import TaskInstance
-from services.progress import CalendarAsk, DatedInstance, Scope, check_days, check_range
-from services.progress import Completion as Counted
+from services.feed import CalendarAsk, DatedInstance, Scope, check_days, check_range
+from services.feed import Completion as Counted
 
 
 @strawberry.type

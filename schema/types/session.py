@@ -6,7 +6,7 @@ import strawberry
 
 from models import AuthToken
 from schema.types.node import Node
-from services.ids import global_id
+from services.kit import global_id
 
 
 @strawberry.type(description="a signed-in device: one bearer token (never shown again after sign-in)")

@@ -13,12 +13,11 @@ from schema.types.node import Node
 from schema.types.pagination import PageInfo, page_request
 from schema.types.pending_change import PendingChange, pending_change_of
 from schema.types.user import User, load_user
-from services.ids import global_id
-from services.paging import check_page_size
-from services.progress import Scope, ScopeKind
+from services.feed import Scope, ScopeKind
+from services.kit import check_page_size, global_id
 from services.reminders import offsets_of
 from services.schedules import recurrence_budget, upcoming
-from services.task_reads import INSTANCE_ORDER, InstancePage
+from services.tasks import INSTANCE_ORDER, InstancePage
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance, TaskInstanceConnection
@@ -182,7 +181,7 @@ class Task(Node):
     async def progress(self, info: Info) -> Annotated[Progress, strawberry.lazy("schema.types.progress")]:
         from schema.types.progress import Progress  # it reaches this type through its instances
 
-        # a partner reads it from the partnership's start, as the rest of the history (services/access.py)
+        # a partner reads it from the partnership's start, as the rest of the history (partners/access.py)
         since = (await info.context.access()).history_start(self.row.owner_id)
         return Progress(scope=Scope(ScopeKind.TASK, str(self.row.id), since=since))
 

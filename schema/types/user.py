@@ -7,8 +7,8 @@ import strawberry
 from models import User as UserRow
 from schema.context import Info
 from schema.types.node import Node
-from services.commitment_horizon import horizon_days
-from services.ids import global_id
+from services.accounts import horizon_days
+from services.kit import global_id
 
 
 @strawberry.type(description="how long an easier edit of your tasks waits before it applies")

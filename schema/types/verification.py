@@ -12,8 +12,8 @@ from schema.enums import InstanceStatus, RejectionReason, VerificationMethod, Ve
 from schema.types.node import Node
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
-from services.ids import global_id
-from services.media_links import media_url
+from services.kit import global_id
+from services.proofs import media_url
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance

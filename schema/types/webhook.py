@@ -6,7 +6,7 @@ import strawberry
 
 from models import Webhook as WebhookRow
 from schema.types.node import Node
-from services.ids import global_id
+from services.kit import global_id
 
 
 @strawberry.type(description="where your reminders are POSTed, signed with its secret")

@@ -11,7 +11,7 @@ from pathlib import Path
 from tortoise.expressions import F
 
 from models import OutgoingMail
-from services.db import db_now
+from services.kit import db_now
 from services.mail.smtp import SmtpServer
 
 log = logging.getLogger("proofloop.mail")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from models import OutgoingMail
-from services.db import db_now, write_transaction
+from services.kit import MAIL_QUEUE, Outgoing, db_now, send, send_after_commit, write_transaction
 from services.mail.messages import MailContent
-from services.messaging import MAIL_QUEUE, Outgoing, send, send_after_commit
 
 DELIVER_ACTOR = "mail.deliver"
 # a row never attempted this long after commit lost its message (Redis down at the send): send it again

@@ -1,21 +1,29 @@
-"""Proofs: the steps every proof runs (pipeline.py) and what each kind adds (gps.py, media.py, review.py)."""
+"""Proofs: the steps every proof runs (pipeline.py), what each kind adds (gps.py, media.py, review.py),
+the media they keep (media_storage.py, media_links.py, decode_gate.py) and appeals of a decision."""
 
 from __future__ import annotations
 
+from services.proofs.decode_gate import DecodeGate
 from services.proofs.gps import CheckIn, check_in
 from services.proofs.media import MediaPolicy, MediaUpload, submit_photo, submit_video
+from services.proofs.media_links import link_is_valid, media_url
+from services.proofs.media_storage import sweep_orphans_forever
 from services.proofs.review import REVIEW_ORDER, decide_review, request_review, review_queue, reviewable
 
 __all__ = [
     "REVIEW_ORDER",
     "CheckIn",
+    "DecodeGate",
     "MediaPolicy",
     "MediaUpload",
     "check_in",
     "decide_review",
+    "link_is_valid",
+    "media_url",
     "request_review",
     "review_queue",
     "reviewable",
     "submit_photo",
     "submit_video",
+    "sweep_orphans_forever",
 ]

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from models import RejectionReason, Task, User, Verification, VerificationMethod, VerificationStatus
 from services.chain import ChainTiming
-from services.errors import BadInput, Conflict
+from services.kit import BadInput, Conflict
 from services.proofs.pipeline import (
     Judgement,
     ProofKind,

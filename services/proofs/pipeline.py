@@ -27,15 +27,13 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.access import is_active_partner
 from services.chain import ChainTiming, lock_task, move_fire_at, plan_after_pending, settle_instance
-from services.db import write_transaction
-from services.errors import BadInput, Conflict, Forbidden, NotFound
-from services.events import record_event
-from services.ids import parse_id
-from services.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
-from services.pending_timer import apply_due_change_before_proof
+from services.feed import record_event
+from services.kit import BadInput, Conflict, Forbidden, NotFound, parse_id, write_transaction
+from services.partners import is_active_partner
+from services.proofs.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
+from services.tasks import apply_due_change_before_proof
 from storage.blobs import BlobStore
 from verification.window import in_window
 

@@ -22,7 +22,6 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.access import Access, has_deciding_partner
 from services.chain import (
     ChainTiming,
     decided_event,
@@ -32,15 +31,24 @@ from services.chain import (
     plan_after_pending,
     settle_instance,
 )
-from services.db import write_transaction
-from services.errors import BadInput, Conflict, Forbidden, NotFound
-from services.events import record_event
-from services.ids import parse_id
-from services.paging import Keyset, SortKey, parse_instant, parse_uuid
+from services.feed import record_event
+from services.kit import (
+    BadInput,
+    Conflict,
+    Forbidden,
+    Keyset,
+    NotFound,
+    SortKey,
+    parse_id,
+    parse_instant,
+    parse_uuid,
+    write_transaction,
+)
+from services.partners import Access, has_deciding_partner
 from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove
 from services.schedules import DueTimes
-from services.task_drafts import DEFAULT_REVIEW_WINDOW_SECONDS
+from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS
 
 MAX_NOTE = 2000
 

@@ -11,7 +11,7 @@ import redis
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportConnectionFailed
 
-from services.rate_limits import AttemptWindow
+from services.kit.rate_limits import AttemptWindow
 from tests.api.test_live import close_code, live_feed
 from tests.harness import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
 from tests.mailbox import Mailbox

@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from services.ids import global_id
+from services.kit.ids import global_id
 from tests.api.test_read_statements import counted
 from tests.harness import (
     ApiClient,

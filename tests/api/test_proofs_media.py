@@ -14,7 +14,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from services.media_links import media_url
+from services.proofs.media_links import media_url
 from tests import media_factory
 from tests.harness import (
     ApiClient,

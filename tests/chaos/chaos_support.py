@@ -20,7 +20,7 @@ import asyncpg
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
-from services.ids import event_ids
+from services.kit.ids import event_ids
 from tests.chain_support import short_schedule
 from tests.chaos.private_services import PrivatePostgres, PrivateRedis, free_port
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, run_cli

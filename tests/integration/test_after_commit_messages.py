@@ -9,8 +9,8 @@ import pytest
 import redis
 
 from actors.broker import configure_broker
-from services.db import write_transaction
-from services.messaging import Outgoing, send_after_commit
+from services.kit.db import write_transaction
+from services.kit.messaging import Outgoing, send_after_commit
 
 pytestmark = pytest.mark.usefixtures("orm")
 

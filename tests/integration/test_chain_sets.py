@@ -13,8 +13,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from services.chain_links import FIRE_ACTOR, batched_link_messages
-from services.messaging import Outgoing, send
+from services.chain.links import FIRE_ACTOR, batched_link_messages
+from services.kit.messaging import Outgoing, send
 from tests.chain_support import create_short_task, eventually, instances_of, settle_events
 from tests.harness import ApiClient, WorkerProcess, row_key
 

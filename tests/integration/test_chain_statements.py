@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 from models import Event, EventType, InstanceStatus, Task, TaskInstance, User
-from services.chain import ChainTiming, FireOutcome, fire
-from services.tasks import create_task
+from services.chain.chain import ChainTiming, FireOutcome, fire
+from services.tasks.tasks import create_task
 from tests.chain_support import photo_draft
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)  # plan without sending: this test calls fire itself

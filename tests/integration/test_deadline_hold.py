@@ -10,11 +10,11 @@ import pytest
 
 from actors.broker import configure_broker
 from models import InstanceStatus, RejectionReason, TaskInstance, User, VerificationMethod, VerificationStatus
-from services.chain import ChainTiming
-from services.db import db_now
+from services.chain.chain import ChainTiming
+from services.kit.db import db_now
 from services.proofs.pipeline import holding_deadline, new_verification, proof_target, record_outcome
-from services.task_drafts import TaskDraft
-from services.tasks import create_task
+from services.tasks.drafts import TaskDraft
+from services.tasks.tasks import create_task
 from tests.chain_support import eventually
 from tests.harness import WorkerProcess
 from verification.recurrence import Schedule

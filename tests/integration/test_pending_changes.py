@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from models import InstanceStatus, Task, TaskInstance, TaskState, User, VerificationMethod
-from services.chain import ChainTiming, FireOutcome, fire, lock_task
-from services.db import db_now, write_transaction
-from services.task_drafts import GpsRuleDraft, TaskDraft
-from services.tasks import create_task
+from services.chain.chain import ChainTiming, FireOutcome, fire, lock_task
+from services.kit.db import db_now, write_transaction
+from services.tasks.drafts import GpsRuleDraft, TaskDraft
+from services.tasks.tasks import create_task
 from verification.recurrence import Schedule
 
 TIMING = ChainTiming(link_horizon_seconds=0)  # nothing linked: this test fires by hand

@@ -15,8 +15,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from services.messaging import Outgoing, send
-from services.reminders import FIRE_ACTOR, reminder_messages
+from services.kit.messaging import Outgoing, send
+from services.reminders.reminders import FIRE_ACTOR, reminder_messages
 from tests.chain_support import create_short_task, eventually, instances_of
 from tests.harness import ApiClient, WorkerProcess, row_key
 

@@ -19,8 +19,8 @@ import dramatiq
 import pytest
 
 from actors.broker import configure_broker
-from services.messaging import send
-from services.reminders import reminder_messages
+from services.kit.messaging import send
+from services.reminders.reminders import reminder_messages
 from tests.chain_support import CREATE, eventually, short_schedule
 from tests.chaos.private_services import PrivateRedis
 from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.name_lookups import NameLookups
-from services.public_addresses import is_public_address
-from services.webhook_addresses import DENIED_PORTS, RefusedAddress, parse_target, resolve_checked
+from services.kit.name_lookups import NameLookups
+from services.kit.public_addresses import is_public_address
+from services.webhooks.addresses import DENIED_PORTS, RefusedAddress, parse_target, resolve_checked
 
 
 @pytest.mark.parametrize(

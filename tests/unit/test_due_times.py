@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from services.schedules import DueTimes
+from services.schedules.due_times import DueTimes
 from verification.recurrence import Schedule
 
 DAILY = Schedule(datetime(2026, 1, 1, 7, tzinfo=UTC), "FREQ=DAILY", "UTC", 0, 0)

@@ -6,7 +6,7 @@ from graphql import GraphQLError
 
 from schema.errors import INTERNAL_MESSAGE, coded_error
 from schema.scalars import InvalidDateTime
-from services.errors import BadInput, Conflict
+from services.kit.errors import BadInput, Conflict
 
 
 def _raised_in_resolver(exc: Exception) -> GraphQLError:

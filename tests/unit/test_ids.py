@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.errors import NotFound
-from services.ids import decode_id, event_ids, global_id, parse_id, split_global_id
+from services.kit.errors import NotFound
+from services.kit.ids import decode_id, event_ids, global_id, parse_id, split_global_id
 
 KEY = "c79b7dcc-2046-4d9c-ac44-e052c20135a3"  # fixed: every xdist process must collect the same ids
 

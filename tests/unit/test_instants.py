@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from services.instants import format_instant
+from services.kit.instants import format_instant
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.errors import BadInput
+from services.accounts.passwords import check_password_policy
+from services.kit.errors import BadInput
 from services.mail import messages
 from services.mail.smtp import SmtpServer
-from services.passwords import check_password_policy
 
 
 def test_smtp_urls() -> None:

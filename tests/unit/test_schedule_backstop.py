@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.errors import RateLimited
-from services.schedules import check_schedule, due_times_after
+from services.kit.errors import RateLimited
+from services.schedules.due_times import check_schedule, due_times_after
 from verification.recurrence import RecurrenceBudget, Schedule
 
 STALLED = RecurrenceBudget(max_seconds=-1)  # a host that has no time left at the first step

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from services.webhook_addresses import parse_target
-from services.webhook_client import pinned_request
-from services.webhook_outbox import DeliveryTiming
-from services.webhook_sender import DeliveryLimits, DeliverySlots
+from services.webhooks.addresses import parse_target
+from services.webhooks.client import pinned_request
+from services.webhooks.outbox import DeliveryTiming
+from services.webhooks.sender import DeliveryLimits, DeliverySlots
 
 
 def test_an_owner_or_a_host_at_its_bound_waits_while_others_go_on() -> None:

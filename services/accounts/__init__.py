@@ -1,0 +1,38 @@
+"""Accounts: registration, login, bearer tokens, passwords, email verification, password reset, and a
+user's commitment horizon."""
+
+from __future__ import annotations
+
+from services.accounts.accounts import (
+    AccountRules,
+    Session,
+    SessionDevice,
+    authenticate,
+    bearer_token,
+    live_sessions_among,
+    normalize_email,
+    token_is_live,
+)
+from services.accounts.commitment_horizon import (
+    MAX_HORIZON_DAYS,
+    horizon_days,
+    horizon_of,
+    set_commitment_horizon,
+)
+from services.accounts.passwords import PasswordHashing
+
+__all__ = [
+    "MAX_HORIZON_DAYS",
+    "AccountRules",
+    "PasswordHashing",
+    "Session",
+    "SessionDevice",
+    "authenticate",
+    "bearer_token",
+    "horizon_days",
+    "horizon_of",
+    "live_sessions_among",
+    "normalize_email",
+    "set_commitment_horizon",
+    "token_is_live",
+]

@@ -1,0 +1,42 @@
+"""The per-task chain: plan an instance, settle it at its fire_at (row by row or as a set, on both SQL
+dialects), and keep its link alive."""
+
+from __future__ import annotations
+
+from services.chain.batch import settle_links
+from services.chain.chain import (
+    OPEN_STATUSES,
+    ChainTiming,
+    cancel_open_instance,
+    decided_event,
+    decided_status,
+    links_of,
+    lock_task,
+    move_fire_at,
+    next_instance_row,
+    plan_after_pending,
+    plan_next_instance,
+    send_links,
+    settle_instance,
+)
+from services.chain.links import FIRE_ACTOR, FIRE_BATCH_ACTOR, send_links_after_commit
+
+__all__ = [
+    "FIRE_ACTOR",
+    "FIRE_BATCH_ACTOR",
+    "OPEN_STATUSES",
+    "ChainTiming",
+    "cancel_open_instance",
+    "decided_event",
+    "decided_status",
+    "links_of",
+    "lock_task",
+    "move_fire_at",
+    "next_instance_row",
+    "plan_after_pending",
+    "plan_next_instance",
+    "send_links",
+    "send_links_after_commit",
+    "settle_instance",
+    "settle_links",
+]

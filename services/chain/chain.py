@@ -1,0 +1,330 @@
+"""The per-task chain: plan an instance, settle it at its fire_at, and keep its link alive.
+
+The database row is the durable timer (fire_at); a Dramatiq message `chain.fire(instance_id, link_no)`
+is only the delivery. Every step here is idempotent and compare-and-set, so duplicate, stale, early
+and late messages are all harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from tortoise.expressions import F
+
+from models import (
+    EventType,
+    InstanceStatus,
+    Partnership,
+    RejectionReason,
+    ReviewTimeoutPolicy,
+    Task,
+    TaskInstance,
+    TaskState,
+    Verification,
+    VerificationStatus,
+)
+from observability.metrics import observe_settlement
+from services.chain.links import FIRE_ACTOR as FIRE_ACTOR
+from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
+from services.chain.links import LINK_BATCH as LINK_BATCH
+from services.chain.links import Link, send_links_after_commit
+from services.chain.links import batched_link_messages as batched_link_messages
+from services.chain.links import link_message as link_message
+from services.chain.links import send_links as send_links
+from services.chain.sql import read_instance_locking_task
+from services.feed import record_event
+from services.kit import write_transaction
+from services.partners import vouching
+from services.reminders import plan_reminders
+from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
+from verification.recurrence import DEFAULT_BUDGET, RecurrenceBudget
+
+log = logging.getLogger("proofloop.chain")
+
+OPEN_STATUSES = (InstanceStatus.PENDING, InstanceStatus.PENDING_REVIEW)
+
+
+@dataclass(frozen=True)
+class ChainTiming:
+    link_horizon_seconds: float
+    recurrence: RecurrenceBudget = DEFAULT_BUDGET
+
+
+class FireOutcome(StrEnum):
+    NOTHING_OWED = "nothing_owed"
+    EARLY = "early"
+    STALE = "stale"
+    MISSED = "missed"
+    VERIFIED = "verified"
+    REJECTED = "rejected"
+
+
+async def lock_task(task_id: str) -> Task:
+    """Lock the task row for the rest of the transaction: edits and fires of one task take turns.
+
+    A pending change whose moment has come applies first, so what follows is judged by the new rules."""
+    task = await Task.filter(id=task_id).select_for_update().get()
+    if task.pending_effective_at is not None:
+        await _apply_pending_if_due(task)
+    return task
+
+
+async def _apply_pending_if_due(task: Task) -> None:
+    # imported here: pending changes edit through services.tasks.edits, which builds on this module
+    from services.tasks import apply_if_due
+
+    await apply_if_due(task)
+
+
+def settlement(outcome: InstanceStatus, at: datetime) -> dict[str, Any]:
+    """The columns every settlement writes: the outcome, when, and that the chain owes the row nothing."""
+    return {"status": outcome, "settled_at": at, "fire_at": None, "link_for": None}
+
+
+async def settle_instance(
+    task: Task,
+    instance: TaskInstance,
+    outcome: InstanceStatus,
+    at: datetime,
+    *,
+    expected: InstanceStatus = InstanceStatus.PENDING,
+    events: tuple[EventType, ...] = (),
+    verification: Verification | None = None,
+    **conditions: Any,
+) -> bool:
+    """The one settlement of one instance: a compare-and-set from `expected`, only if `conditions` hold
+    (the window at arrival, the review deadline, fire_at come); then the metrics count it and `events`
+    are written in the caller's transaction. False when someone else settled it first.
+
+    A set of instances is settled by services/settle_sql.claim_and_settle, writing the same columns."""
+    rows = TaskInstance.filter(id=instance.id, status=expected, **conditions)
+    if not await rows.update(**settlement(outcome, at)):
+        return False
+    observe_settlement(outcome.value, instance.fire_at, at)
+    instance.status, instance.settled_at, instance.fire_at, instance.link_for = outcome, at, None, None
+    for event in events:
+        await record_event(event, task, instance, at, verification)
+    return True
+
+
+async def plan_after_pending(
+    task: Task, instance: TaskInstance, *, now: datetime, timing: ChainTiming, due: DueTimes | None
+) -> None:
+    """The instance left PENDING: plan the next one in the same transaction (one PENDING per task),
+    unless the task was paused, ended or deleted meanwhile."""
+    if task.state is TaskState.ACTIVE and task.deleted_at is None:
+        await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+
+
+async def plan_next_instance(
+    task: Task, *, after: datetime, now: datetime, timing: ChainTiming, due: DueTimes | None = None
+) -> TaskInstance | None:
+    """Plan the first occurrence due after max(after, now); END the task when the rule is exhausted.
+
+    Runs inside the caller's transaction, with the task row locked: `due` (prefetch_due_times, computed
+    before the transaction) keeps the expansion outside the lock. Occurrences that fell inside an
+    outage or a pause are skipped, not mass-MISSED.
+    """
+    due_at = await next_due_after(task, max(after, now), timing.recurrence, due)
+    if due_at is None:
+        task.state = TaskState.ENDED
+        await task.save(update_fields=["state", "updated_at"])
+        return None
+    instance = next_instance_row(task, due_at, now=now, timing=timing)
+    await task.save(update_fields=["last_seq", "updated_at"])
+    await instance.save()
+    await plan_reminders(instance, task, now=now, link_horizon_seconds=timing.link_horizon_seconds)
+    send_links_after_commit(links_of([instance]))
+    return instance
+
+
+def next_instance_row(task: Task, due_at: datetime, *, now: datetime, timing: ChainTiming) -> TaskInstance:
+    """The task's next PENDING instance, due at `due_at`, unsaved; moves task.last_seq on (unsaved too).
+
+    Its durable timer is its close; inside the link horizon it is linked now (link 1, sent by the caller
+    after commit: links_of), farther ones are the pump's to hand over."""
+    opens_at, closes_at = window_of(task, due_at)
+    fire_at = closes_at
+    linked = (fire_at - now).total_seconds() <= timing.link_horizon_seconds
+    task.last_seq += 1
+    return TaskInstance(
+        task_id=task.id,  # the task may be unsaved yet: a set inserts its tasks and instances together
+        seq=task.last_seq,
+        chain_version=task.chain_version,
+        opens_at=opens_at,
+        due_at=due_at,
+        closes_at=closes_at,
+        status=InstanceStatus.PENDING,
+        fire_at=fire_at,
+        link_no=1 if linked else 0,
+        link_for=fire_at if linked else None,
+        linked_at=now if linked else None,
+    )
+
+
+def links_of(instances: list[TaskInstance]) -> list[Link]:
+    """The first links of newly planned instances that next_instance_row linked."""
+    return [(str(i.id), i.link_no, i.link_for) for i in instances if i.link_for is not None]
+
+
+async def move_fire_at(
+    instance: TaskInstance, fire_at: datetime, *, now: datetime, timing: ChainTiming
+) -> None:
+    """Point the instance's durable timer at a new time (e.g. its review deadline), linking it if near.
+
+    Runs inside the caller's transaction; the old link, if any, finds fire_at moved and resends or drops.
+    """
+    linked = (fire_at - now).total_seconds() <= timing.link_horizon_seconds
+    link_no = instance.link_no + 1 if linked else instance.link_no
+    await TaskInstance.filter(id=instance.id).update(
+        fire_at=fire_at,
+        link_no=link_no,
+        link_for=fire_at if linked else None,
+        linked_at=now if linked else None,
+    )
+    instance.fire_at, instance.link_no, instance.link_for = fire_at, link_no, fire_at if linked else None
+    if linked:
+        send_links_after_commit([(str(instance.id), link_no, fire_at)])
+
+
+async def cancel_open_instance(
+    task: Task, now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
+) -> int:
+    """Cancel the task's PENDING instance (by default a requested review runs on beside the schedule)."""
+    rows = TaskInstance.filter(task_id=task.id, status__in=statuses)
+    return await rows.update(**settlement(InstanceStatus.CANCELED, now))
+
+
+async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutcome:
+    """Deliver one link: settle the instance if its fire_at has come, else resend the remainder."""
+    due = await _prefetch_next_due(instance_id, timing)
+    async with write_transaction():
+        found = await read_instance_locking_task(instance_id)
+        if found is None:
+            return FireOutcome.NOTHING_OWED
+        instance, task, now = found
+        if task.pending_effective_at is not None and task.pending_effective_at <= now:
+            await _apply_pending_if_due(task)  # e.g. a longer grace that came due before this deadline
+            found = await read_instance_locking_task(instance_id)
+            assert found is not None  # the instance row was locked with its task
+            instance, task, now = found
+        if instance.fire_at is None or instance.status not in OPEN_STATUSES:
+            return FireOutcome.NOTHING_OWED
+        if instance.status is InstanceStatus.PENDING:
+            return await _settle_pending(task, instance, now, link_no, timing, due)
+        return await _settle_review(task, instance, now, link_no)
+
+
+async def _prefetch_next_due(instance_id: str, timing: ChainTiming) -> DueTimes | None:
+    """The due times a MISSED settlement will plan from, expanded before the row lock is taken."""
+    instance = (
+        await TaskInstance.filter(id=instance_id, status=InstanceStatus.PENDING)
+        .select_related("task")
+        .first()
+    )
+    if (
+        instance is None
+        or instance.fire_at is None
+        or instance.fire_at > datetime.now(UTC) + timedelta(seconds=5)
+    ):
+        return None  # nothing to plan, or an early link that will only resend
+    return await prefetch_due_times(schedule_of(instance.task), instance.due_at, timing.recurrence)
+
+
+async def _settle_pending(
+    task: Task,
+    instance: TaskInstance,
+    now: datetime,
+    link_no: int,
+    timing: ChainTiming,
+    due: DueTimes | None = None,
+) -> FireOutcome:
+    if (
+        task.deleted_at is not None
+        or task.chain_version != instance.chain_version
+        or task.state != TaskState.ACTIVE
+    ):
+        # a link of a superseded chain: the row must not stay behind owing work
+        await settle_instance(task, instance, InstanceStatus.CANCELED, now)
+        return FireOutcome.STALE
+    missed = (EventType.MISSED,)
+    if not await settle_instance(task, instance, InstanceStatus.MISSED, now, events=missed, fire_at__lte=now):
+        return await _resend_if_early(instance, now, link_no)
+    await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+    log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
+    return FireOutcome.MISSED
+
+
+def decided_status(review: Verification | None, approve: bool) -> InstanceStatus:
+    """A review's decision for its instance: an appeal denied returns it to the status it had."""
+    if approve:
+        return InstanceStatus.VERIFIED
+    return review.appeal_of if review is not None and review.appeal_of else InstanceStatus.REJECTED
+
+
+def decided_event(review: Verification | None, approve: bool) -> EventType:
+    if review is not None and review.appeal_of is not None:
+        return EventType.APPEAL_DECIDED
+    return EventType.VERIFIED if approve else EventType.REJECTED
+
+
+async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link_no: int) -> FireOutcome:
+    """At the review deadline the task's onTimeout policy decides the pending review; APPROVE counts only
+    while a partner able to decide vouches for it, else the review is REJECTED (REVIEW_TIMED_OUT)."""
+    approve = (
+        task.review_on_timeout == ReviewTimeoutPolicy.APPROVE
+        and task.deleted_at is None
+        and await Partnership.filter(vouching(now), user_id=task.owner_id).exists()
+    )
+    verification = await Verification.filter(
+        instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW
+    ).first()
+    outcome = decided_status(verification, approve)
+    if task.deleted_at is not None:
+        outcome = InstanceStatus.CANCELED
+    events = () if outcome is InstanceStatus.CANCELED else (decided_event(verification, approve),)
+    settled = await settle_instance(
+        task,
+        instance,
+        outcome,
+        now,
+        expected=InstanceStatus.PENDING_REVIEW,
+        events=events,
+        verification=verification,
+        fire_at__lte=now,
+    )
+    if not settled:
+        return await _resend_if_early(instance, now, link_no)
+    if outcome is InstanceStatus.CANCELED:
+        return FireOutcome.STALE
+    if verification is not None:
+        await Verification.filter(id=verification.id).update(
+            status=VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
+            reason=None if approve else RejectionReason.REVIEW_TIMED_OUT,
+            decided_at=now,
+        )
+    log.info(
+        "review timed out: %s",
+        outcome.value,
+        extra={"task_id": str(task.id), "instance_id": str(instance.id)},
+    )
+    return FireOutcome.VERIFIED if approve else FireOutcome.REJECTED
+
+
+async def _resend_if_early(instance: TaskInstance, now: datetime, link_no: int) -> FireOutcome:
+    """An early link is replaced by one for the remainder; only the current link number may do it."""
+    current = await TaskInstance.filter(id=instance.id).only("fire_at", "status", "link_no").first()
+    if current is None or current.fire_at is None or current.status not in OPEN_STATUSES:
+        return FireOutcome.NOTHING_OWED
+    if current.fire_at <= now:
+        return FireOutcome.NOTHING_OWED  # settled meanwhile by someone else's transaction
+    claimed = await TaskInstance.filter(id=instance.id, link_no=link_no, fire_at=current.fire_at).update(
+        link_no=F("link_no") + 1, link_for=current.fire_at, linked_at=now
+    )
+    if claimed:
+        send_links_after_commit([(str(instance.id), link_no + 1, current.fire_at)])
+    return FireOutcome.EARLY

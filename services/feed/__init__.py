@@ -1,0 +1,41 @@
+"""The feed: events recorded with their writes and announced after commit, the partner feeds that read
+them, progress and streaks."""
+
+from __future__ import annotations
+
+from services.feed.events import Announcer, announce_committed_events, record_event, use_announcer
+from services.feed.feeds import readable_events
+from services.feed.progress import (
+    CalendarAsk,
+    Completion,
+    DatedInstance,
+    Scope,
+    ScopeKind,
+    Streaks,
+    calendars,
+    check_days,
+    check_range,
+    completions,
+    streaks,
+)
+from services.feed.streaks import streaks_of
+
+__all__ = [
+    "Announcer",
+    "CalendarAsk",
+    "Completion",
+    "DatedInstance",
+    "Scope",
+    "ScopeKind",
+    "Streaks",
+    "announce_committed_events",
+    "calendars",
+    "check_days",
+    "check_range",
+    "completions",
+    "readable_events",
+    "record_event",
+    "streaks",
+    "streaks_of",
+    "use_announcer",
+]

@@ -1,0 +1,131 @@
+"""The event outbox: rows written with each state change, positioned and announced after commit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+from typing import Any
+
+from models import Event, EventType, Task, TaskInstance, Verification
+from observability.outages import report_failure
+from realtime import notices
+from services.kit import connection, is_sqlite, on_commit, write_transaction
+
+log = logging.getLogger("proofloop.events")
+
+# Any constant shared by every process: serializes the step that gives positions.
+_POSITION_LOCK_KEY = 7_311_001
+
+_ASSIGN_SQL = """
+UPDATE events SET position = numbered.base + numbered.rn
+FROM (
+    SELECT e.id AS id, ROW_NUMBER() OVER (ORDER BY e.id) AS rn,
+           (SELECT COALESCE(MAX(position), 0) FROM events) AS base
+    FROM events e WHERE e.position IS NULL
+) AS numbered
+WHERE events.id = numbered.id
+RETURNING events.user_id AS user_id, events.position AS position
+"""
+
+
+async def record_event(
+    type: EventType,
+    task: Task,
+    instance: TaskInstance,
+    occurred_at: datetime,
+    verification: Verification | None = None,
+) -> Event:
+    """Write an event row inside the caller's transaction; it is positioned and announced after commit."""
+    event = await Event.create(
+        type=type,
+        occurred_at=occurred_at,
+        user_id=task.owner_id,
+        task=task,
+        instance=instance,
+        verification=verification,
+        task_title=task.title,
+        instance_status=instance.status,
+        due_at=instance.due_at,
+    )
+    on_commit(announce_committed_events)
+    return event
+
+
+async def assign_positions() -> list[tuple[str, int]]:
+    """Give committed, unpositioned events their public ids, in commit order, in one serialized step."""
+    async with write_transaction():
+        conn = connection()
+        if not is_sqlite():
+            # SQLite has one writer, so BEGIN IMMEDIATE already serializes this step
+            await conn.execute_query("SELECT pg_advisory_xact_lock($1)", [_POSITION_LOCK_KEY])
+        rows: list[dict[str, Any]] = await conn.execute_query_dict(_ASSIGN_SQL)
+    return [(str(r["user_id"]), int(r["position"])) for r in rows]
+
+
+async def announce_committed_events() -> None:
+    """Position what committed and wake the listeners; also the pump's backstop after a crash.
+
+    Runs through the process's announcer (see `Announcer`), chosen by the process's resources.
+    """
+    await _process_announcer.request()
+
+
+class Announcer:
+    """Positions committed events and wakes listeners, sharing runs between concurrent callers.
+
+    One who arrives while a run is under way waits for the next run, which starts after its own commit
+    and so covers its rows: a burst of settlements takes a few serialized position steps, not one each.
+    `wait`: whether the committing call waits for its run. The API waits (a client that reads `events`
+    right after its mutation must find the event there); a worker need not, so its links return sooner.
+    """
+
+    def __init__(self, *, wait: bool) -> None:
+        self.wait = wait
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._next: asyncio.Future[None] | None = None
+        self._running = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def request(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
+            self._loop, self._next, self._running = loop, None, False
+        if self._next is None:
+            self._next = loop.create_future()
+        waiting = self._next
+        if not self._running:
+            self._running = True
+            self._task = loop.create_task(self._run())  # held: a running task must not be collected
+        if self.wait:
+            await asyncio.shield(waiting)
+
+    async def _run(self) -> None:
+        try:
+            while self._next is not None:
+                current, self._next = self._next, None
+                try:
+                    await notices.publish_positions(await assign_positions())
+                except Exception as exc:
+                    # committed rows stay unpositioned until the next run or the pump's backstop
+                    report_failure(
+                        log,
+                        "event positions",
+                        exc,
+                        "positioning committed events failed; the pump will retry",
+                    )
+                current.set_result(None)
+        finally:
+            self._running = False
+
+
+# a process whose resources chose none (a test, a script) waits, as the API does
+_process_announcer = Announcer(wait=True)
+
+
+def use_announcer(announcer: Announcer) -> Announcer:
+    """Set how this process announces its commits: called by the process's resources only (the API's
+    lifespan in app.py, the worker's WorkerNotices middleware)."""
+    global _process_announcer
+    _process_announcer = announcer
+    return announcer

@@ -1,0 +1,138 @@
+"""Where a proof's media bytes go: the per-user quota, and blobs that outlive only a committed row.
+
+Blobs are content-addressed, so a digest may already belong to another row: a failed or refused proof
+removes only the files it created itself, and only while no row refers to them. A proof that commits
+then makes sure its files are there (a concurrent failure may have removed a shared one meanwhile).
+What a crash leaves between writing and committing, the API's periodic sweep removes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tortoise.expressions import Q
+from tortoise.functions import Sum
+
+from models import Verification
+from observability.outages import report_failure
+from services.kit import RateLimited
+from storage.blobs import BlobStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MediaStorage:
+    """Where proofs' media go, and how many bytes each user may keep there."""
+
+    media_dir: Path
+    quota_bytes: int
+
+
+@dataclass(frozen=True)
+class MediaCopy:
+    """What an accepted proof keeps: the clean copy (no metadata) and its thumbnail."""
+
+    clean: bytes
+    thumbnail: bytes
+    mime: str
+
+    @property
+    def stored_bytes(self) -> int:
+        return len(self.clean) + len(self.thumbnail)
+
+
+async def storage_used(user_id: str) -> int:
+    """Bytes of media the user's proofs keep in the blob store."""
+    rows = await Verification.filter(user_id=user_id).annotate(total=Sum("media_bytes")).values("total")
+    total = rows[0]["total"] if rows else None
+    return int(total or 0)
+
+
+async def check_quota(user_id: str, adding: int, quota_bytes: int) -> None:
+    """RATE_LIMITED when `adding` more bytes would take the user past their storage quota."""
+    used = await storage_used(user_id)
+    if used + adding > quota_bytes:
+        raise RateLimited(
+            f"storage quota reached: {used} of {quota_bytes} bytes used, this proof needs {adding} more"
+        )
+
+
+async def _referenced(digests: list[str]) -> set[str]:
+    if not digests:
+        return set()
+    rows = await Verification.filter(
+        Q(media_digest__in=digests) | Q(thumbnail_digest__in=digests)
+    ).values_list("media_digest", "thumbnail_digest")
+    return {digest for row in rows for digest in row if digest is not None}
+
+
+async def sweep_orphans(store: BlobStore, older_than_seconds: float, batch: int = 500) -> int:
+    """Remove files no row refers to, last written over `older_than_seconds` ago: what a crash between
+    writing a proof's blobs and committing its row (or mid-write) left behind. Returns how many."""
+    cutoff = time.time() - older_than_seconds
+    found = await asyncio.to_thread(lambda: list(store.files_older_than(cutoff)))
+    removed = 0
+    for start in range(0, len(found), batch):
+        chunk = found[start : start + batch]
+        keep = await _referenced([digest for _, digest in chunk if digest is not None])
+        for path, digest in chunk:
+            if digest not in keep:
+                await asyncio.to_thread(path.unlink, missing_ok=True)
+                removed += 1
+    return removed
+
+
+async def sweep_orphans_forever(store: BlobStore, every_seconds: float, older_than_seconds: float) -> None:
+    """The API's periodic sweep (every replica runs one; removing a file twice is harmless)."""
+    while True:
+        await asyncio.sleep(every_seconds)
+        try:
+            removed = await sweep_orphans(store, older_than_seconds)
+        except Exception as exc:  # a failed sweep is retried on the next round
+            report_failure(log, "media sweep", exc, "media sweep failed")
+            continue
+        if removed:
+            log.info("media sweep removed %d orphaned files", removed)
+
+
+@dataclass
+class StagedBlobs:
+    """Blobs written for a proof whose row is not committed yet."""
+
+    store: BlobStore
+    contents: Sequence[bytes]
+    digests: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+
+    async def write(self) -> None:
+        """Write every blob; if one fails, the ones already written by this call are removed again."""
+        try:
+            for data in self.contents:
+                digest, new = await asyncio.to_thread(self.store.put_new, data)
+                self.digests.append(digest)
+                if new:
+                    self.created.append(digest)
+        except BaseException:
+            await self.discard()
+            raise
+
+    async def discard(self) -> None:
+        """Remove the blobs this staging created, unless a committed row refers to them."""
+        if not self.created:
+            return
+        keep = await _referenced(self.created)
+        for digest in self.created:
+            if digest not in keep:
+                await asyncio.to_thread(self.store.remove, digest)
+        self.created = []
+
+    async def confirm(self) -> None:
+        """After commit: rewrite any blob that a concurrent discard removed before our row was visible."""
+        for data in self.contents:
+            await asyncio.to_thread(self.store.put, data)

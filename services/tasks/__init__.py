@@ -1,0 +1,50 @@
+"""Tasks: the lifecycle (create, edit, pause, resume, delete), drafts and edits, reads, pending changes
+that wait out the commitment horizon, and the pump tick that hands timers over."""
+
+from __future__ import annotations
+
+from services.tasks.drafts import (
+    DEFAULT_REVIEW_WINDOW_SECONDS,
+    GpsRuleDraft,
+    PartnerRuleDraft,
+    SchedulePatch,
+    TaskDraft,
+    TaskPatch,
+    check_schedule_text,
+)
+from services.tasks.pending_changes import apply_if_due
+from services.tasks.pending_timer import APPLY_ACTOR, apply_changes_of, apply_due_change_before_proof
+from services.tasks.pump import pump_once
+from services.tasks.reads import (
+    INSTANCE_ORDER,
+    TASK_ORDER,
+    VERIFICATION_ORDER,
+    InstanceCount,
+    InstancePage,
+    instance_counts,
+    instance_pages,
+    open_instances,
+)
+
+__all__ = [
+    "APPLY_ACTOR",
+    "DEFAULT_REVIEW_WINDOW_SECONDS",
+    "INSTANCE_ORDER",
+    "TASK_ORDER",
+    "VERIFICATION_ORDER",
+    "GpsRuleDraft",
+    "InstanceCount",
+    "InstancePage",
+    "PartnerRuleDraft",
+    "SchedulePatch",
+    "TaskDraft",
+    "TaskPatch",
+    "apply_changes_of",
+    "apply_due_change_before_proof",
+    "apply_if_due",
+    "check_schedule_text",
+    "instance_counts",
+    "instance_pages",
+    "open_instances",
+    "pump_once",
+]

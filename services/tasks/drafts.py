@@ -1,0 +1,152 @@
+"""What a client asks a task to be: drafts and patches, and the rules each field must meet."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from models import ReviewTimeoutPolicy, VerificationMethod
+from services.kit import BadInput
+from services.reminders import ReminderOffset
+from verification.errors import InvalidInput
+from verification.gps import validate_point
+from verification.recurrence import Schedule
+from verification.timezones import zone_of
+
+MAX_TITLE = 200
+MAX_DESCRIPTION = 5000
+MAX_REVIEW_WINDOW = 30 * 24 * 3600
+MAX_RRULE = 500
+# Physical bounds: a geofence wider than a city proves nothing, and no phone fix is that vague.
+MAX_RADIUS_METERS = 100_000.0
+MAX_ACCURACY_METERS = 10_000.0
+
+
+@dataclass(frozen=True)
+class GpsRuleDraft:
+    latitude: float
+    longitude: float
+    radius_meters: float
+    max_accuracy_meters: float
+
+
+# a PARTNER task's review window when none is given
+DEFAULT_REVIEW_WINDOW_SECONDS = 86400
+
+
+@dataclass(frozen=True)
+class PartnerRuleDraft:
+    review_window_seconds: int
+    on_timeout: ReviewTimeoutPolicy
+
+
+@dataclass(frozen=True)
+class TaskDraft:
+    title: str
+    description: str | None
+    method: VerificationMethod
+    schedule: Schedule
+    gps: GpsRuleDraft | None = None
+    video_min_duration_seconds: float | None = None
+    partner: PartnerRuleDraft | None = None
+    reminders: tuple[ReminderOffset, ...] = ()
+
+
+@dataclass(frozen=True)
+class SchedulePatch:
+    starts_at: datetime | None = None
+    rrule: str | None = None
+    rrule_set: bool = False  # rrule may be set to null (one-off), so presence is explicit
+    timezone: str | None = None
+    window_seconds: int | None = None
+    grace_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class TaskPatch:
+    title: str | None = None
+    description: str | None = None
+    description_set: bool = False
+    schedule: SchedulePatch | None = None
+    gps: GpsRuleDraft | None = None
+    video_min_duration_seconds: float | None = None
+    partner: PartnerRuleDraft | None = None
+    reminders: tuple[ReminderOffset, ...] | None = None  # None keeps them; () removes them
+
+
+def check_schedule_text(rrule: str | None, timezone: str | None, field: str) -> None:
+    """The cheap checks, before the recurrence engine (or the zone database) sees the schedule."""
+    if rrule is not None and len(rrule) > MAX_RRULE:
+        raise BadInput(f"{field}.rrule", f"must be at most {MAX_RRULE} characters")
+    if timezone is not None:
+        try:
+            zone_of(timezone, f"{field}.timezone")
+        except InvalidInput as exc:
+            raise BadInput(exc.field, exc.message) from None
+
+
+def check_title(title: str) -> str:
+    title = title.strip()
+    if not 1 <= len(title) <= MAX_TITLE:
+        raise BadInput("input.title", f"must be 1 to {MAX_TITLE} characters")
+    return title
+
+
+def check_description(description: str | None) -> str | None:
+    if description is not None and len(description) > MAX_DESCRIPTION:
+        raise BadInput("input.description", f"must be at most {MAX_DESCRIPTION} characters")
+    return description
+
+
+def _finite(value: float, field: str) -> float:
+    if not math.isfinite(value):
+        raise BadInput(field, "must be a finite number")
+    return value
+
+
+def check_gps_rule(rule: GpsRuleDraft) -> None:
+    try:
+        validate_point(rule.latitude, rule.longitude, "input.gps.center")
+    except InvalidInput as exc:
+        raise BadInput(exc.field, exc.message) from None
+    if not 0 < _finite(rule.radius_meters, "input.gps.radiusMeters") <= MAX_RADIUS_METERS:
+        raise BadInput(
+            "input.gps.radiusMeters", f"must be greater than 0 and at most {MAX_RADIUS_METERS:.0f}"
+        )
+    if not 0 < _finite(rule.max_accuracy_meters, "input.gps.maxAccuracyMeters") <= MAX_ACCURACY_METERS:
+        raise BadInput(
+            "input.gps.maxAccuracyMeters", f"must be greater than 0 and at most {MAX_ACCURACY_METERS:.0f}"
+        )
+
+
+def check_video_rule(min_duration_seconds: float) -> None:
+    if not 0 < _finite(min_duration_seconds, "input.video.minDurationSeconds") <= 3600:
+        raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
+
+
+def check_partner_rule(rule: PartnerRuleDraft) -> None:
+    if not 0 < rule.review_window_seconds <= MAX_REVIEW_WINDOW:
+        raise BadInput(
+            "input.partnerReview.reviewWindowSeconds", f"must be between 1 and {MAX_REVIEW_WINDOW} seconds"
+        )
+
+
+def check_rules(draft: TaskDraft) -> None:
+    if draft.method is VerificationMethod.GPS and draft.gps is None:
+        raise BadInput("input.gps", "is required when method is GPS")
+    if draft.method is VerificationMethod.VIDEO and draft.video_min_duration_seconds is None:
+        raise BadInput("input.video", "is required when method is VIDEO")
+    check_given_rules(draft.gps, draft.video_min_duration_seconds, draft.partner)
+
+
+def check_given_rules(
+    gps: GpsRuleDraft | None, video_min_duration_seconds: float | None, partner: PartnerRuleDraft | None
+) -> None:
+    """The rules a create or an update carries (those left out keep their value and were checked)."""
+    if gps is not None:
+        check_gps_rule(gps)
+    if video_min_duration_seconds is not None:
+        check_video_rule(video_min_duration_seconds)
+    if partner is not None:
+        check_partner_rule(partner)

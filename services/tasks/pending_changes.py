@@ -1,0 +1,283 @@
+"""Easier task edits waiting out the owner's commitment horizon, and applying them when it has passed.
+
+A task's pending change (tasks.pending_change) maps the columns it will set to their values, plus the
+flags `pause` and `delete`; tasks.pending_effective_at says when. verification/horizon.py decides which
+parts of an edit wait. A mixed edit is split: its harder (and neutral) parts apply at once, its easier
+parts wait. The latest edit of a field wins: editing a field again drops its pending value, and if the
+new value is easier it waits in its place. A pending change that gains or changes anything waits a full
+horizon again from that edit (the whole change, merged). At effective_at the chain applies it through
+the normal edit path (services/tasks/edits.py): first whoever locks the task (a proof, a review, an
+appeal, a fire, an edit), else its message (services/tasks/pending_timer.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from models import ReviewTimeoutPolicy, Task, TaskState
+from services.chain import ChainTiming
+from services.kit import db_now
+from services.schedules import DueTimes
+from services.tasks.drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskPatch
+from services.tasks.edits import apply_fields, delete_locked, pause_locked, replan
+from verification.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields
+from verification.recurrence import Schedule
+
+log = logging.getLogger("proofloop.pending_changes")
+
+PendingColumns = dict[str, Any]
+
+SHAPE_KEYS = ("starts_at", "rrule", "timezone", "count_ends_at")
+SCHEDULE_KEYS = (*SHAPE_KEYS, "window_seconds", "grace_seconds")
+PAUSE, DELETE = "pause", "delete"
+# the lock paths apply a due change without the request's timing: the pump links what they plan
+LAZY_TIMING = ChainTiming(link_horizon_seconds=0)
+
+
+def split_schedule(
+    current: Schedule, patch: SchedulePatch, *, occurrences_wait: bool
+) -> tuple[SchedulePatch | None, SchedulePatch | None]:
+    """(the part applied at once, the part that waits) of a schedule edit."""
+    window_waits = patch.window_seconds is not None and makes_easier(
+        RuleField.WINDOW, current.window_seconds, patch.window_seconds
+    )
+    grace_waits = patch.grace_seconds is not None and makes_easier(
+        RuleField.GRACE, current.grace_seconds, patch.grace_seconds
+    )
+    shape = {"starts_at": patch.starts_at, "rrule": patch.rrule, "rrule_set": patch.rrule_set}
+    no_shape = {"starts_at": None, "rrule": None, "rrule_set": False}
+    now = SchedulePatch(
+        **(no_shape if occurrences_wait else shape),
+        timezone=None if occurrences_wait else patch.timezone,
+        window_seconds=None if window_waits else patch.window_seconds,
+        grace_seconds=None if grace_waits else patch.grace_seconds,
+    )
+    later = SchedulePatch(
+        **(shape if occurrences_wait else no_shape),
+        timezone=patch.timezone if occurrences_wait else None,
+        window_seconds=patch.window_seconds if window_waits else None,
+        grace_seconds=patch.grace_seconds if grace_waits else None,
+    )
+    empty = SchedulePatch()
+    return (None if now == empty else now), (None if later == empty else later)
+
+
+def pending_schedule_patch(pending: PendingColumns) -> SchedulePatch:
+    """The schedule fields a pending change will set, as a patch over the task's."""
+    return SchedulePatch(
+        starts_at=_instant(pending.get("starts_at")),
+        rrule=pending.get("rrule"),
+        rrule_set="rrule" in pending,
+        timezone=pending.get("timezone"),
+        window_seconds=pending.get("window_seconds"),
+        grace_seconds=pending.get("grace_seconds"),
+    )
+
+
+def merged_schedule_patch(pending: PendingColumns, patch: SchedulePatch | None) -> SchedulePatch:
+    """The pending schedule fields with the patch's given fields over them: where the task ends up."""
+    base = pending_schedule_patch(pending)
+    if patch is None:
+        return base
+    shape_given = patch.starts_at is not None or patch.rrule_set or patch.timezone is not None
+    return SchedulePatch(
+        starts_at=patch.starts_at if shape_given else base.starts_at,
+        rrule=patch.rrule if patch.rrule_set else (None if shape_given else base.rrule),
+        rrule_set=patch.rrule_set or (base.rrule_set and not shape_given),
+        timezone=patch.timezone if shape_given else base.timezone,
+        window_seconds=patch.window_seconds if patch.window_seconds is not None else base.window_seconds,
+        grace_seconds=patch.grace_seconds if patch.grace_seconds is not None else base.grace_seconds,
+    )
+
+
+def schedule_touched_keys(patch: SchedulePatch | None) -> set[str]:
+    """The pending keys an edit of the schedule supersedes (the shape counts as one field)."""
+    if patch is None:
+        return set()
+    keys: set[str] = set()
+    if patch.starts_at is not None or patch.rrule_set or patch.timezone is not None:
+        keys.update(SHAPE_KEYS)
+    if patch.window_seconds is not None:
+        keys.add("window_seconds")
+    if patch.grace_seconds is not None:
+        keys.add("grace_seconds")
+    return keys
+
+
+def schedule_columns(later: SchedulePatch | None, eventual: Schedule | None) -> PendingColumns:
+    """The pending columns of a waiting schedule part; the shape's values come checked from `eventual`."""
+    if later is None or eventual is None:
+        return {}
+    columns: PendingColumns = {}
+    if later.starts_at is not None or later.rrule_set or later.timezone is not None:
+        columns.update(
+            starts_at=eventual.starts_at.isoformat(),
+            rrule=eventual.rrule,
+            timezone=eventual.timezone,
+            count_ends_at=eventual.count_ends_at.isoformat() if eventual.count_ends_at else None,
+        )
+    if later.window_seconds is not None:
+        columns["window_seconds"] = later.window_seconds
+    if later.grace_seconds is not None:
+        columns["grace_seconds"] = later.grace_seconds
+    return columns
+
+
+def _rule_values(task: Task) -> dict[RuleField, Value]:
+    values: dict[RuleField, Value] = {}
+    if task.gps_latitude is not None and task.gps_longitude is not None:
+        values[RuleField.GPS_CENTER] = (task.gps_latitude, task.gps_longitude)
+    if task.gps_radius_meters is not None:
+        values[RuleField.GPS_RADIUS] = task.gps_radius_meters
+    if task.gps_max_accuracy_meters is not None:
+        values[RuleField.GPS_ACCURACY] = task.gps_max_accuracy_meters
+    if task.video_min_duration_seconds is not None:
+        values[RuleField.VIDEO_MIN_DURATION] = task.video_min_duration_seconds
+    if task.review_window_seconds is not None and task.review_on_timeout is not None:
+        values[RuleField.PARTNER_REVIEW] = PartnerReview(
+            task.review_window_seconds, task.review_on_timeout is ReviewTimeoutPolicy.APPROVE
+        )
+    return values
+
+
+def _proposed_values(patch: TaskPatch) -> dict[RuleField, Value]:
+    values: dict[RuleField, Value] = {}
+    if patch.gps is not None:
+        values[RuleField.GPS_CENTER] = (patch.gps.latitude, patch.gps.longitude)
+        values[RuleField.GPS_RADIUS] = patch.gps.radius_meters
+        values[RuleField.GPS_ACCURACY] = patch.gps.max_accuracy_meters
+    if patch.video_min_duration_seconds is not None:
+        values[RuleField.VIDEO_MIN_DURATION] = patch.video_min_duration_seconds
+    if patch.partner is not None:
+        values[RuleField.PARTNER_REVIEW] = PartnerReview(
+            patch.partner.review_window_seconds, patch.partner.on_timeout is ReviewTimeoutPolicy.APPROVE
+        )
+    return values
+
+
+def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingColumns, set[str]]:
+    """The rule part of an edit (gps, video, partner review): (applied at once, waiting columns, the
+    pending keys it supersedes). A rule the task does not have passes through to be refused."""
+    waiting = waiting_fields(_rule_values(task), _proposed_values(patch))
+    later: PendingColumns = {}
+    touched: set[str] = set()
+    gps = patch.gps
+    if gps is not None:
+        touched.update(("gps_latitude", "gps_longitude", "gps_radius_meters", "gps_max_accuracy_meters"))
+        lat, lon = gps.latitude, gps.longitude
+        if RuleField.GPS_CENTER in waiting:
+            later.update(gps_latitude=lat, gps_longitude=lon)
+            lat, lon = task.gps_latitude or 0.0, task.gps_longitude or 0.0
+        radius, accuracy = gps.radius_meters, gps.max_accuracy_meters
+        if RuleField.GPS_RADIUS in waiting:
+            later["gps_radius_meters"], radius = radius, task.gps_radius_meters or radius
+        if RuleField.GPS_ACCURACY in waiting:
+            later["gps_max_accuracy_meters"], accuracy = accuracy, task.gps_max_accuracy_meters or accuracy
+        gps = GpsRuleDraft(lat, lon, radius, accuracy)
+    video = patch.video_min_duration_seconds
+    if video is not None:
+        touched.add("video_min_duration_seconds")
+        if RuleField.VIDEO_MIN_DURATION in waiting:
+            later["video_min_duration_seconds"], video = video, None
+    partner = patch.partner
+    if partner is not None:
+        touched.update(("review_window_seconds", "review_on_timeout"))
+        if RuleField.PARTNER_REVIEW in waiting:
+            later.update(
+                review_window_seconds=partner.review_window_seconds,
+                review_on_timeout=partner.on_timeout.value,
+            )
+            partner = None
+    now = replace(patch, gps=gps, video_min_duration_seconds=video, partner=partner)
+    return now, later, touched
+
+
+async def hold_change(
+    task: Task, later: PendingColumns, touched: set[str], *, now: datetime, horizon: timedelta
+) -> None:
+    """Merge an edit into the task's pending change: drop what it superseded, add what waits."""
+    pending = dict(task.pending_change or {})
+    for key in touched:
+        pending.pop(key, None)
+    grows = any(key not in pending or pending[key] != value for key, value in later.items())
+    pending.update(later)
+    if not pending:
+        task.pending_change, task.pending_effective_at = None, None
+    else:
+        task.pending_change = pending
+        if grows or task.pending_effective_at is None:
+            task.pending_effective_at = now + horizon
+    await task.save(update_fields=["pending_change", "pending_effective_at", "updated_at"])
+
+
+def eventual_schedule(task: Task, pending: PendingColumns) -> Schedule:
+    """The task's schedule once its pending change applies (the shape's COUNT end was found when held)."""
+    shaped = "starts_at" in pending
+    return Schedule(
+        starts_at=_instant(pending["starts_at"]) or task.starts_at if shaped else task.starts_at,
+        rrule=pending["rrule"] if shaped else task.rrule,
+        timezone=pending["timezone"] if shaped else task.timezone,
+        window_seconds=pending.get("window_seconds", task.window_seconds),
+        grace_seconds=pending.get("grace_seconds", task.grace_seconds),
+        count_ends_at=_instant(pending.get("count_ends_at")) if shaped else task.count_ends_at,
+    )
+
+
+def _instant(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+
+def _rule_patch(task: Task, pending: PendingColumns) -> TaskPatch:
+    gps = None
+    if any(key.startswith("gps_") for key in pending):
+        gps = GpsRuleDraft(
+            float(pending.get("gps_latitude", task.gps_latitude or 0.0)),
+            float(pending.get("gps_longitude", task.gps_longitude or 0.0)),
+            float(pending.get("gps_radius_meters", task.gps_radius_meters or 0.0)),
+            float(pending.get("gps_max_accuracy_meters", task.gps_max_accuracy_meters or 0.0)),
+        )
+    partner = None
+    if "review_window_seconds" in pending:
+        partner = PartnerRuleDraft(
+            pending["review_window_seconds"], ReviewTimeoutPolicy(pending["review_on_timeout"])
+        )
+    return TaskPatch(
+        gps=gps, video_min_duration_seconds=pending.get("video_min_duration_seconds"), partner=partner
+    )
+
+
+async def apply_pending_change(
+    task: Task, now: datetime, timing: ChainTiming, due: DueTimes | None = None
+) -> None:
+    """Apply the locked task's pending change through the normal edit path, and clear it."""
+    pending = dict(task.pending_change or {})
+    task.pending_change, task.pending_effective_at = None, None
+    if pending.get(DELETE):
+        await delete_locked(task, now)
+        return
+    apply_fields(task, None, None, _rule_patch(task, pending))
+    if any(key in pending for key in SCHEDULE_KEYS):
+        # a schedule change cancels and re-plans; a rule change applies in place to the open instance
+        await replan(task, eventual_schedule(task, pending), timing, due)
+    else:
+        await task.save()
+    if pending.get(PAUSE) and task.state is TaskState.ACTIVE:
+        await pause_locked(task, now)
+    log.info("pending change applied", extra={"task_id": str(task.id), "changed": sorted(pending)})
+
+
+def is_due(task: Task, now: datetime) -> bool:
+    return task.pending_effective_at is not None and task.pending_effective_at <= now
+
+
+async def apply_if_due(task: Task) -> None:
+    """On a path that has just locked the task: a change whose moment has come applies before anything
+    is decided about the task (a column check on the locked row when nothing is pending)."""
+    if task.pending_effective_at is None:
+        return
+    now = await db_now()
+    if is_due(task, now):
+        await apply_pending_change(task, now, LAZY_TIMING)

@@ -1,0 +1,27 @@
+"""Owners' webhooks: registration with a checked address, the delivery outbox written with each reminder,
+and the signed POSTs the workers send."""
+
+from __future__ import annotations
+
+from services.webhooks.outbox import DELIVER_ACTOR, WEBHOOK_QUEUE, DeliveryTiming
+from services.webhooks.pump import claim_due_deliveries
+from services.webhooks.sender import DeliveryLimits, WebhookSender
+from services.webhooks.webhooks import (
+    FiredReminder,
+    owned_webhooks_among,
+    queue_reminder_webhooks,
+    queue_webhooks_of,
+)
+
+__all__ = [
+    "DELIVER_ACTOR",
+    "WEBHOOK_QUEUE",
+    "DeliveryLimits",
+    "DeliveryTiming",
+    "FiredReminder",
+    "WebhookSender",
+    "claim_due_deliveries",
+    "owned_webhooks_among",
+    "queue_reminder_webhooks",
+    "queue_webhooks_of",
+]

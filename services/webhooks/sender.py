@@ -1,0 +1,209 @@
+"""A worker process's webhook attempts: each runs as an asyncio task of its own, so the Dramatiq thread
+that received its message is free again at once (a receiver holds no thread the chain needs), within a
+bound per process, per owner and per destination host, and within one deadline per attempt.
+
+A delivery over a bound is put off (owed again shortly, with a new link), never queued in memory; no
+failure of any kind leaves an attempt unrecorded or raises out of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import httpx
+
+from models import DeliveryStatus, WebhookDelivery
+from observability.metrics import count_webhook_delivery
+from services.kit import NameLookups
+from services.webhooks.addresses import RefusedAddress, Target, parse_target, resolve_checked
+from services.webhooks.client import Answer, UnsendableUrl, post_pinned
+from services.webhooks.outbox import (
+    DeliveryTiming,
+    finish,
+    owed_delivery,
+    put_off,
+    retry_later,
+    take_for_attempt,
+)
+from services.webhooks.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
+
+log = logging.getLogger("proofloop.webhooks")
+
+# a delivery over a bound is owed again this much later (slots free within one attempt's deadline),
+# doubling each time it finds none, up to the longest wait
+BUSY_FIRST_WAIT_SECONDS = 1.0
+BUSY_LONGEST_WAIT_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class DeliveryLimits:
+    per_process: int
+    per_user: int
+    per_host: int
+    allow_insecure: bool
+
+
+class DeliverySlots:
+    """Counts of attempts in flight: in the process, per owner, per host."""
+
+    def __init__(self, limits: DeliveryLimits) -> None:
+        self.limits = limits
+        self.in_process = 0
+        self.per_user: Counter[str] = Counter()
+        self.per_host: Counter[str] = Counter()
+
+    def take_process(self) -> bool:
+        if self.in_process >= self.limits.per_process:
+            return False
+        self.in_process += 1
+        return True
+
+    def release_process(self) -> None:
+        self.in_process -= 1
+
+    def take_lane(self, user: str, host: str) -> bool:
+        if self.per_user[user] >= self.limits.per_user or self.per_host[host] >= self.limits.per_host:
+            return False
+        self.per_user[user] += 1
+        self.per_host[host] += 1
+        return True
+
+    def release_lane(self, user: str, host: str) -> None:
+        self.per_user[user] -= 1
+        self.per_host[host] -= 1
+        if not self.per_user[user]:
+            del self.per_user[user]
+        if not self.per_host[host]:
+            del self.per_host[host]
+
+
+class WebhookSender:
+    def __init__(self, limits: DeliveryLimits, timing: DeliveryTiming) -> None:
+        self.slots = DeliverySlots(limits)
+        self.timing = timing
+        self.allow_insecure = limits.allow_insecure
+        self.tls = ssl.create_default_context()  # loading the CA store costs milliseconds: once per process
+        self.lookups = NameLookups()  # threads of their own: a slow resolver holds none the chain uses
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def admit(self, delivery_id: str, link_no: int) -> None:
+        """The actor's whole work: start the attempt in the background, or put it off when the process is
+        full. Never raises: the row stays owed and the pump resends it."""
+        try:
+            if not self.slots.take_process():
+                await put_off(delivery_id, link_no, BUSY_FIRST_WAIT_SECONDS, BUSY_LONGEST_WAIT_SECONDS)
+                return
+            task = asyncio.create_task(self._deliver(delivery_id, link_no))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        except Exception:
+            log.exception("webhook delivery %s could not start; the pump resends it", delivery_id)
+
+    async def close(self) -> None:
+        """At shutdown: attempts still in flight stop; their rows stay owed and are resent by the pump."""
+        for task in list(self.tasks):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=2)
+        self.lookups.close()
+
+    async def _deliver(self, delivery_id: str, link_no: int) -> None:
+        try:
+            delivery = await owed_delivery(delivery_id, link_no)
+            if delivery is not None:
+                await self._deliver_owed(delivery)
+        except Exception:
+            log.exception("webhook delivery %s failed unexpectedly; the pump resends it", delivery_id)
+        finally:
+            self.slots.release_process()
+
+    async def _deliver_owed(self, delivery: WebhookDelivery) -> None:
+        hook = delivery.webhook
+        try:
+            target = parse_target(hook.url, allow_insecure=self.allow_insecure)
+        except RefusedAddress as exc:
+            if await take_for_attempt(delivery, self.timing):
+                await self._refused(delivery, str(exc))
+            return
+        user, host = str(hook.owner_id), target.host.lower()
+        if not self.slots.take_lane(user, host):
+            await put_off(
+                str(delivery.id), delivery.link_no, BUSY_FIRST_WAIT_SECONDS, BUSY_LONGEST_WAIT_SECONDS
+            )
+            return
+        try:
+            if await take_for_attempt(delivery, self.timing):
+                await self._attempt(delivery, target)
+        finally:
+            self.slots.release_lane(user, host)
+
+    async def _attempt(self, delivery: WebhookDelivery, target: Target) -> None:
+        """One attempt, recorded whatever happens: delivered, retried later, given up or refused."""
+        hook = delivery.webhook
+        body = delivery.body.encode()
+        timestamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "Proofloop-Webhook/1",
+            TIMESTAMP_HEADER: timestamp,
+            SIGNATURE_HEADER: signature(hook.secret, timestamp, body),
+            DELIVERY_HEADER: str(delivery.id),
+        }
+        deadline = self.timing.attempt_seconds
+        try:
+            async with asyncio.timeout(deadline):  # lookup, connect, TLS, headers and body, all in one
+                # resolved and checked again now: the name may point elsewhere than at registration
+                address = await resolve_checked(
+                    target, self.lookups, allow_insecure=self.allow_insecure, within_seconds=deadline
+                )
+                answer = await post_pinned(target, address, body, headers, tls=self.tls)
+        except RefusedAddress as exc:
+            await self._refused(delivery, str(exc))
+            return
+        except UnsendableUrl as exc:
+            await self._given_up(delivery, f"the URL cannot be sent: {exc}")
+            return
+        except TimeoutError:
+            answer, error = Answer(0), f"no complete answer within {deadline:g} s"
+        except (httpx.HTTPError, OSError) as exc:
+            answer, error = Answer(0), type(exc).__name__
+        except Exception as exc:  # whatever it was, the attempt counts: retried, then given up
+            log.exception("webhook attempt failed unexpectedly", extra={"delivery_id": str(delivery.id)})
+            answer, error = Answer(0), type(exc).__name__
+        else:
+            error = f"HTTP {answer.status}"
+        if answer.delivered:
+            await finish(delivery, DeliveryStatus.DELIVERED, None)
+            count_webhook_delivery("delivered")
+        elif delivery.attempts >= self.timing.max_attempts:
+            await self._given_up(delivery, error)
+        else:
+            wait = await retry_later(delivery, self.timing, error)
+            count_webhook_delivery("failed")
+            log.info(
+                "webhook attempt %d failed (%s); next in %s",
+                delivery.attempts,
+                error,
+                wait,
+                extra={"webhook_id": str(hook.id), "delivery_id": str(delivery.id)},
+            )
+
+    async def _refused(self, delivery: WebhookDelivery, why: str) -> None:
+        await finish(delivery, DeliveryStatus.REFUSED, why[:200])
+        count_webhook_delivery("refused")
+        log.warning("webhook refused: %s", why, extra={"webhook_id": str(delivery.webhook.id)})
+
+    async def _given_up(self, delivery: WebhookDelivery, why: str) -> None:
+        await finish(delivery, DeliveryStatus.GIVEN_UP, why[:200])
+        count_webhook_delivery("given_up")
+        log.warning(
+            "webhook given up after %d attempts (%s)",
+            delivery.attempts,
+            why,
+            extra={"webhook_id": str(delivery.webhook.id), "delivery_id": str(delivery.id)},
+        )

@@ -1,0 +1,172 @@
+"""Owners' webhooks: registered with a checked address and an HMAC secret; each reminder becomes one
+delivery per webhook of its owner, an outbox row written with the reminder (services/webhooks/outbox.py),
+POSTed signed by the workers (services/webhooks/sender.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+from tortoise.queryset import QuerySet
+
+from models import Task, TaskInstance, User, Webhook
+from services.kit import (
+    BadInput,
+    Conflict,
+    Keyset,
+    NameLookups,
+    NotFound,
+    SortKey,
+    format_instant,
+    global_id,
+    parse_id,
+    parse_instant,
+    parse_uuid,
+    write_transaction,
+)
+from services.webhooks.addresses import RefusedAddress, parse_target, resolve_checked
+from services.webhooks.outbox import NewDelivery, queue_deliveries
+
+log = logging.getLogger("proofloop.webhooks")
+
+SIGNATURE_HEADER = "X-Proofloop-Signature"
+TIMESTAMP_HEADER = "X-Proofloop-Timestamp"
+DELIVERY_HEADER = "X-Proofloop-Delivery"
+SECRET_LENGTHS = (16, 200)
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """`sha256=<hex>` of HMAC-SHA256(secret, "<timestamp>." + body): what a receiver recomputes."""
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+async def register_webhook(
+    owner: User,
+    url: str,
+    secret: str | None,
+    *,
+    lookups: NameLookups,
+    allow_insecure: bool,
+    max_per_user: int,
+    lookup_timeout: float,
+) -> tuple[Webhook, str]:
+    """A new webhook, stored with its normalized URL, and its secret (generated unless given); the caller
+    shows the secret once."""
+    try:
+        target = parse_target(url, allow_insecure=allow_insecure)
+    except RefusedAddress as exc:
+        raise BadInput("input.url", str(exc)) from None
+    if secret is None:
+        secret = secrets.token_urlsafe(32)
+    elif not SECRET_LENGTHS[0] <= len(secret) <= SECRET_LENGTHS[1]:
+        raise BadInput("input.secret", f"must be {SECRET_LENGTHS[0]} to {SECRET_LENGTHS[1]} characters")
+    await _refuse_past_quota(owner, max_per_user)  # before the lookup: a full quota costs no resolver time
+    try:
+        await resolve_checked(target, lookups, allow_insecure=allow_insecure, within_seconds=lookup_timeout)
+    except RefusedAddress as exc:
+        raise BadInput("input.url", str(exc)) from None
+    async with write_transaction():
+        # serializes this owner's registrations, so two at once cannot both pass the quota
+        await User.filter(id=owner.id).select_for_update().first()
+        await _refuse_past_quota(owner, max_per_user)  # a statement after the lock: it sees their commits
+        hook = await Webhook.create(owner_id=owner.id, url=target.url, secret=secret)
+    return hook, secret
+
+
+async def _refuse_past_quota(owner: User, max_per_user: int) -> None:
+    if await Webhook.filter(owner_id=owner.id).count() >= max_per_user:
+        raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
+
+
+# a user's webhooks, oldest first
+WEBHOOK_ORDER = Keyset("webhook", (SortKey("created_at", parse_instant), SortKey("id", parse_uuid)))
+
+
+def owned_webhooks_query(owner: User) -> QuerySet[Webhook]:
+    return Webhook.filter(owner_id=owner.id)
+
+
+async def owned_webhooks(owner: User) -> list[Webhook]:
+    return await owned_webhooks_query(owner).order_by(*WEBHOOK_ORDER.order())
+
+
+async def owned_webhooks_among(owner: User, ids: Collection[str]) -> list[Webhook]:
+    return await Webhook.filter(owner_id=owner.id, id__in=list(ids))
+
+
+async def delete_webhook(owner: User, webhook_id: str) -> None:
+    deleted = await Webhook.filter(id=parse_id(webhook_id, "webhook"), owner_id=owner.id).delete()
+    if not deleted:
+        raise NotFound("no such webhook")
+
+
+@dataclass(frozen=True)
+class FiredReminder:
+    """A reminder that fired, as its webhook payload tells it."""
+
+    reminder_id: str
+    owner_id: str
+    task_id: str
+    title: str
+    instance_id: str
+    opens_at: datetime
+    due_at: datetime
+    closes_at: datetime
+
+
+async def queue_reminder_webhooks(
+    task: Task, instance: TaskInstance, reminder_id: str, now: datetime
+) -> None:
+    """Inside the reminder's transaction: one delivery row per webhook of the owner, sent after commit."""
+    fired = FiredReminder(
+        reminder_id=reminder_id,
+        owner_id=str(task.owner_id),
+        task_id=str(task.id),
+        title=task.title,
+        instance_id=str(instance.id),
+        opens_at=instance.opens_at,
+        due_at=instance.due_at,
+        closes_at=instance.closes_at,
+    )
+    await queue_webhooks_of([fired], now)
+
+
+async def queue_webhooks_of(fired: list[FiredReminder], now: datetime) -> None:
+    """queue_reminder_webhooks for many fired reminders: one read of their owners' webhooks."""
+    owners = {f.owner_id for f in fired}
+    if not owners:
+        return
+    hooks: dict[str, list[str]] = {}
+    for owner_id, hook_id in await Webhook.filter(owner_id__in=owners).values_list("owner_id", "id"):
+        hooks.setdefault(str(owner_id), []).append(str(hook_id))
+    deliveries = []
+    for reminder in fired:
+        for hook_id in hooks.get(reminder.owner_id, []):
+            delivery_id = str(uuid.uuid4())  # in the payload too, so it is signed with it
+            deliveries.append(NewDelivery(delivery_id, hook_id, _reminder_body(reminder, now, delivery_id)))
+    await queue_deliveries(deliveries, now)
+
+
+def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> str:
+    payload = {
+        "type": "DUE_SOON",
+        "deliveryId": delivery_id,
+        "occurredAt": format_instant(now),
+        # the ids the API shows, so a receiver can match them with what it read there
+        "task": {"id": global_id("Task", reminder.task_id), "title": reminder.title},
+        "instance": {
+            "id": global_id("TaskInstance", reminder.instance_id),
+            "opensAt": format_instant(reminder.opens_at),
+            "dueAt": format_instant(reminder.due_at),
+            "closesAt": format_instant(reminder.closes_at),
+        },
+    }
+    return json.dumps(payload, separators=(",", ":"))
