@@ -10,9 +10,9 @@ import logging
 
 import dramatiq
 
+from policies import chain_timing
 from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, settle_links
 from services.kit import CHAIN_QUEUE
-from services.schedules import recurrence_budget
 from services.tasks import APPLY_ACTOR, apply_changes_of
 from settings import get_settings
 
@@ -20,8 +20,7 @@ log = logging.getLogger("proofloop.chain")
 
 
 def _timing() -> ChainTiming:
-    settings = get_settings()
-    return ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
+    return chain_timing(get_settings())
 
 
 @dramatiq.actor(actor_name=FIRE_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)

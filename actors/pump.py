@@ -11,10 +11,10 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
 from observability.outages import report_failure
+from policies import chain_timing, pump_settings
 from services.kit import CHAIN_QUEUE
 from services.reminders import claim_due_reminders
 from services.tasks import pump_once
-from services.timers import PumpSettings
 from services.webhooks import claim_due_deliveries
 from settings import Settings
 
@@ -47,16 +47,8 @@ def _queued_links() -> int:
     return sum(int(n) for n in pipe.execute())
 
 
-def pump_settings(settings: Settings) -> PumpSettings:
-    return PumpSettings(
-        link_horizon_seconds=settings.link_horizon_seconds,
-        link_overdue_seconds=settings.link_overdue_seconds,
-        max_outstanding_links=settings.max_outstanding_links,
-    )
-
-
 async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
-    config = pump_settings(settings)
+    config, timing = pump_settings(settings), chain_timing(settings)
     while not stopping.is_set():
         try:
             backlog = await asyncio.to_thread(_queued_links)
@@ -64,7 +56,7 @@ async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
             # transaction in the task's context (its release fails before the context is reset), and
             # every later transaction of that task would nest into it
             resend = backlog <= QUEUED_BACKLOG_LIMIT
-            tick = await asyncio.create_task(pump_once(config, resend_overdue=resend))
+            tick = await asyncio.create_task(pump_once(config, timing, resend_overdue=resend))
             in_use = tick.live_before + tick.sent
             await asyncio.create_task(claim_due_reminders(config, links_in_use=in_use, resend_overdue=resend))
             await asyncio.create_task(claim_due_deliveries(config))

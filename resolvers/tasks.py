@@ -7,6 +7,7 @@ import strawberry
 
 from models import Task as TaskRow
 from models import TaskState as TaskStateRow
+from policies import chain_timing
 from resolvers.permissions import IsAuthenticated
 from schema.context import Context, Info
 from schema.enums import TaskState
@@ -14,16 +15,10 @@ from schema.inputs import CreateTaskInput, UpdateTaskInput
 from schema.types.instance import TaskInstance
 from schema.types.pagination import PageInfo, page_request
 from schema.types.task import Task, TaskConnection, TaskEdge
-from services.chain import ChainTiming
 from services.kit import NotFound, ProofloopError, decode_id, keyset_page
 from services.partners import require_visible_task, visible_instance
-from services.schedules import recurrence_budget
 from services.tasks import TASK_ORDER, TaskDraft, tasks
 from settings import Settings
-
-
-def chain_timing(settings: Settings) -> ChainTiming:
-    return ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
 
 
 def horizon_day(settings: Settings) -> timedelta:

@@ -112,10 +112,6 @@ class Context:
         """The users the viewer actively partners for."""
         return (await self.access()).partnered_user_ids
 
-    async def visible_user_ids(self) -> frozenset[str]:
-        """Whose tasks, proofs and events the viewer may see at all: their own and those they partner for."""
-        return (await self.access()).user_ids
-
     async def now(self) -> datetime:
         """The database clock, read once per request (isOpen of a page of instances asks it many times)."""
         if self._now is None:  # a future, so the resolvers of a page asking at once share one read

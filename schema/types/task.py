@@ -139,7 +139,7 @@ class Task(Node):
     async def current_instance(
         self, info: Info
     ) -> Annotated[TaskInstance, strawberry.lazy("schema.types.instance")] | None:
-        from schema.types.instance import TaskInstance  # instance.py imports this module
+        from schema.types.instance import TaskInstance  # noqa: PLC0415 - instance.py imports this module
 
         row = await info.context.loaders.open_instance.load(str(self.row.id))
         return TaskInstance(row=row, task_row=self.row) if row else None
@@ -153,7 +153,7 @@ class Task(Node):
         last: int | None = None,
         before: str | None = None,
     ) -> Annotated[TaskInstanceConnection, strawberry.lazy("schema.types.instance")]:
-        from schema.types.instance import TaskInstanceConnection  # instance.py imports this module
+        from schema.types.instance import TaskInstanceConnection  # noqa: PLC0415 - instance.py imports this module
 
         request = page_request(
             info, INSTANCE_ORDER, first=first, after=after, last=last, before=before, default=20
@@ -179,7 +179,7 @@ class Task(Node):
 
     @strawberry.field(description="completion rates, streaks and a calendar of this task's instances")
     async def progress(self, info: Info) -> Annotated[Progress, strawberry.lazy("schema.types.progress")]:
-        from schema.types.progress import Progress  # it reaches this type through its instances
+        from schema.types.progress import Progress  # noqa: PLC0415 - it reaches this type through its instances
 
         # a partner reads it from the partnership's start, as the rest of the history (partners/access.py)
         since = (await info.context.access()).history_start(self.row.owner_id)

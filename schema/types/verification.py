@@ -33,7 +33,7 @@ class Verification(Node):
 
     @strawberry.field
     async def instance(self, info: Info) -> Annotated[TaskInstance, strawberry.lazy("schema.types.instance")]:
-        from schema.types.instance import TaskInstance  # instance.py imports this module
+        from schema.types.instance import TaskInstance  # noqa: PLC0415 - instance.py imports this module
 
         row = self.instance_row or await info.context.loaders.instance.load(str(self.row.instance_id))
         if row is None:

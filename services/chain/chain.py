@@ -32,8 +32,6 @@ from services.chain.links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain.links import LINK_BATCH as LINK_BATCH
 from services.chain.links import Link, send_links_after_commit
-from services.chain.links import batched_link_messages as batched_link_messages
-from services.chain.links import link_message as link_message
 from services.chain.links import send_links as send_links
 from services.chain.sql import read_instance_locking_task
 from services.feed import record_event
@@ -75,7 +73,7 @@ async def lock_task(task_id: str) -> Task:
 
 async def _apply_pending_if_due(task: Task) -> None:
     # imported here: pending changes edit through services.tasks.edits, which builds on this module
-    from services.tasks import apply_if_due
+    from services.tasks import apply_if_due  # noqa: PLC0415 - see the line above
 
     await apply_if_due(task)
 

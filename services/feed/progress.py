@@ -22,7 +22,6 @@ from zoneinfo import ZoneInfo
 from models import InstanceStatus, TaskInstance
 from services.kit import BadInput, connection, is_sqlite
 
-COMPLETED = (InstanceStatus.VERIFIED,)
 SETTLED = (InstanceStatus.VERIFIED, InstanceStatus.MISSED, InstanceStatus.REJECTED)
 MAX_RATE_DAYS = 366
 MAX_CALENDAR_DAYS = 92

@@ -114,10 +114,3 @@ async def appeal(
         )
         await record_event(EventType.APPEAL_REQUESTED, task, instance, arrival, review)
     return review
-
-
-def appeal_outcome(review: Verification, upheld: bool) -> InstanceStatus | None:
-    """What an appeal's decision makes of its instance (None: the review is no appeal)."""
-    if review.appeal_of is None:
-        return None
-    return InstanceStatus.VERIFIED if upheld else review.appeal_of

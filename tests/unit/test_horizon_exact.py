@@ -111,7 +111,7 @@ def pairs(draw: st.DrawFn) -> tuple[Parts, datetime, Parts, datetime, datetime, 
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
 )
 @given(pairs())
 def test_the_decision_matches_a_brute_force_expansion(
