@@ -10,8 +10,9 @@ import logging
 
 import dramatiq
 
+from actors.chain_delivery import deliver
 from policies import chain_timing
-from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming, settle_links
+from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming
 from services.kit import CHAIN_QUEUE
 from services.tasks import APPLY_ACTOR, apply_changes_of
 from settings import get_settings
@@ -25,13 +26,13 @@ def _timing() -> ChainTiming:
 
 @dramatiq.actor(actor_name=FIRE_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
 async def fire_link(instance_id: str, link_no: int) -> None:
-    await settle_links([(instance_id, link_no)], _timing())
+    await deliver([(instance_id, link_no)], _timing())
     log.debug("fired %s link %d", instance_id, link_no, extra={"instance_id": instance_id})
 
 
 @dramatiq.actor(actor_name=FIRE_BATCH_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)
 async def fire_links(links: list[list[object]]) -> None:
-    await settle_links([(str(instance_id), int(str(link_no))) for instance_id, link_no in links], _timing())
+    await deliver([(str(instance_id), int(str(link_no))) for instance_id, link_no in links], _timing())
 
 
 @dramatiq.actor(actor_name=APPLY_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)

@@ -76,6 +76,7 @@ class ReviewMutations:
             approve,
             comment,
             arrival=arrival,
+            timing=chain_timing(info.context.settings),
         )
         return Verification(row=row)
 

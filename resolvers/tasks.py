@@ -123,8 +123,12 @@ class TaskMutations:
         description="with a commitment horizon, an ACTIVE task's pause waits (Task.pendingChange.pause)",
     )
     async def pause_task(self, info: Info, id: strawberry.ID) -> Task:
+        settings = info.context.settings
         row = await tasks.pause_task(
-            await info.context.viewer(), str(id), horizon_day=horizon_day(info.context.settings)
+            await info.context.viewer(),
+            str(id),
+            timing=chain_timing(settings),
+            horizon_day=horizon_day(settings),
         )
         return Task(row=row)
 
@@ -141,8 +145,12 @@ class TaskMutations:
     )
     async def delete_task(self, info: Info, id: strawberry.ID) -> bool:
         # true also when the deletion waits out the commitment horizon (the task shows it as pendingChange)
+        settings = info.context.settings
         await tasks.delete_task(
-            await info.context.viewer(), str(id), horizon_day=horizon_day(info.context.settings)
+            await info.context.viewer(),
+            str(id),
+            timing=chain_timing(settings),
+            horizon_day=horizon_day(settings),
         )
         return True
 
@@ -151,7 +159,10 @@ class TaskMutations:
         description="drops the task's pending change (one already in effect has applied)",
     )
     async def cancel_pending_change(self, info: Info, task_id: strawberry.ID) -> Task:
-        return Task(row=await tasks.cancel_pending_change(await info.context.viewer(), str(task_id)))
+        row = await tasks.cancel_pending_change(
+            await info.context.viewer(), str(task_id), timing=chain_timing(info.context.settings)
+        )
+        return Task(row=row)
 
 
 async def create_tasks_together(

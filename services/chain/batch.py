@@ -196,11 +196,14 @@ async def _plan_next(
     return planned, ended
 
 
-async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[FireOutcome]:
+async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[LinkArgs]:
     """Deliver links (chain.fire, chain.fire_batch): the set path first, shared with every link this
     process received meanwhile; what it leaves, row by row, where one failing never stops the others
     (its row still owes work, so the pump resends it). Raises the first failure once all have run,
-    so the message counts as failed."""
+    so the message counts as failed.
+
+    Returns the links left undelivered because their task's pending change came due first: the caller
+    applies those changes and delivers these links again (actors/chain.py)."""
     leftover = await _gatherer.settle(links, timing)
     results: list[FireOutcome | BaseException] = await asyncio.gather(
         *(fire(instance_id, link_no, timing) for instance_id, link_no in leftover), return_exceptions=True
@@ -211,7 +214,7 @@ async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[FireO
             report_failure(log, "chain fire", result, "fire failed", extra={"instance_id": instance_id})
     if failures:
         raise failures[0]
-    return [r for r in results if not isinstance(r, BaseException)]
+    return [link for link, result in zip(leftover, results, strict=True) if result is FireOutcome.CHANGE_DUE]
 
 
 class _Gatherer:

@@ -59,23 +59,17 @@ class FireOutcome(StrEnum):
     MISSED = "missed"
     VERIFIED = "verified"
     REJECTED = "rejected"
+    # the task's pending change came due before this deadline (e.g. a longer grace): nothing was written;
+    # the caller applies the change (services.tasks) and delivers the link again
+    CHANGE_DUE = "change_due"
 
 
 async def lock_task(task_id: str) -> Task:
     """Lock the task row for the rest of the transaction: edits and fires of one task take turns.
 
-    A pending change whose moment has come applies first, so what follows is judged by the new rules."""
-    task = await Task.filter(id=task_id).select_for_update().get()
-    if task.pending_effective_at is not None:
-        await _apply_pending_if_due(task)
-    return task
-
-
-async def _apply_pending_if_due(task: Task) -> None:
-    # imported here: pending changes edit through services.tasks.edits, which builds on this module
-    from services.tasks import apply_if_due  # noqa: PLC0415 - see the line above
-
-    await apply_if_due(task)
+    It never edits: a pending change that came due is applied by services.tasks (`lock_with_due_change`)
+    before what follows is judged by the new rules."""
+    return await Task.filter(id=task_id).select_for_update().get()
 
 
 def settlement(outcome: InstanceStatus, at: datetime) -> dict[str, Any]:
@@ -206,10 +200,7 @@ async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutco
             return FireOutcome.NOTHING_OWED
         instance, task, now = found
         if task.pending_effective_at is not None and task.pending_effective_at <= now:
-            await _apply_pending_if_due(task)  # e.g. a longer grace that came due before this deadline
-            found = await read_instance_locking_task(instance_id)
-            assert found is not None  # the instance row was locked with its task
-            instance, task, now = found
+            return FireOutcome.CHANGE_DUE
         if instance.fire_at is None or instance.status not in OPEN_STATUSES:
             return FireOutcome.NOTHING_OWED
         if instance.status is InstanceStatus.PENDING:

@@ -21,12 +21,12 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.chain import ChainTiming, lock_task, move_fire_at
+from services.chain import ChainTiming, move_fire_at
 from services.feed import record_event
 from services.kit import BadInput, Conflict, Forbidden, NotFound, parse_id, write_transaction
 from services.partners import has_deciding_partner, is_active_partner
 from services.proofs.review import check_note
-from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS
+from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS, lock_with_due_change
 
 # what the service decided, not a partner: these rejections may be appealed
 APPEALABLE_REASONS = frozenset(
@@ -85,7 +85,7 @@ async def appeal(
     if not await has_deciding_partner(viewer.id, arrival):
         raise Conflict("an appeal needs at least one ACTIVE partner able to decide it")
     async with write_transaction():
-        task = await lock_task(str(task.id))
+        task = await lock_with_due_change(str(task.id), timing)
         await instance.refresh_from_db()
         if await Verification.filter(instance_id=instance.id, appeal_of__isnull=False).exists():
             raise Conflict("this instance has been appealed already")

@@ -27,13 +27,13 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
-from services.chain import ChainTiming, lock_task, move_fire_at, plan_after_pending, settle_instance
+from services.chain import ChainTiming, move_fire_at, plan_after_pending, settle_instance
 from services.feed import record_event
 from services.kit import BadInput, Conflict, Forbidden, NotFound, parse_id, write_transaction
 from services.partners import is_active_partner
 from services.proofs.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
-from services.tasks import apply_due_change_before_proof
+from services.tasks import apply_due_change_before_proof, lock_with_due_change
 from storage.blobs import BlobStore
 from verification.window import in_window
 
@@ -96,7 +96,7 @@ async def prove(
 ) -> Verification:
     """Run a proof's steps in order and return its Verification (or raise the error the contract names)."""
     # 1. the rules it meets: a change of its task that was due when it arrived applies first
-    await apply_due_change_before_proof(instance_id, arrival)
+    await apply_due_change_before_proof(instance_id, arrival, timing)
     # who may prove it: the viewer's own PENDING instance of this kind, within its attempts quota
     target = await proof_target(viewer, instance_id, kind.method, max_attempts=max_attempts)
     if kind.admit is not None:
@@ -229,7 +229,7 @@ async def record_outcome(
     """Write the proof's outcome in one transaction: accepted, or REJECTED leaving the instance PENDING."""
     due = await planned_due_times(target, timing) if reason is None else None
     async with write_transaction():
-        task = await lock_task(str(target.task.id))
+        task = await lock_with_due_change(str(target.task.id), timing)
         if reason is None:
             accepted = await accept(task, target, draft, arrival, timing, due)
             if accepted is not None:

@@ -26,7 +26,6 @@ from services.chain import (
     ChainTiming,
     decided_event,
     decided_status,
-    lock_task,
     move_fire_at,
     plan_after_pending,
     settle_instance,
@@ -48,7 +47,7 @@ from services.partners import Access, has_deciding_partner
 from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove
 from services.schedules import DueTimes
-from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS
+from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS, lock_with_due_change
 
 MAX_NOTE = 2000
 
@@ -130,6 +129,7 @@ async def decide_review(
     comment: str | None,
     *,
     arrival: datetime,
+    timing: ChainTiming,
 ) -> Verification:
     """An active partner of the owner approves or rejects; the first decision before the deadline wins."""
     comment = check_note(comment, "comment")
@@ -147,7 +147,7 @@ async def decide_review(
     outcome = decided_status(row, approve)
     async with write_transaction():
         instance = await TaskInstance.get(id=row.instance_id)
-        task = await lock_task(str(instance.task_id))
+        task = await lock_with_due_change(str(instance.task_id), timing)
         settled = await settle_instance(
             task,
             instance,

@@ -12,8 +12,13 @@ from services.tasks.drafts import (
     TaskPatch,
     check_schedule_text,
 )
-from services.tasks.pending_changes import apply_if_due
-from services.tasks.pending_timer import APPLY_ACTOR, apply_changes_of, apply_due_change_before_proof
+from services.tasks.pending_changes import lock_with_due_change
+from services.tasks.pending_timer import (
+    APPLY_ACTOR,
+    apply_changes_before_links,
+    apply_changes_of,
+    apply_due_change_before_proof,
+)
 from services.tasks.pump import pump_once
 from services.tasks.reads import (
     INSTANCE_ORDER,
@@ -39,12 +44,13 @@ __all__ = [
     "SchedulePatch",
     "TaskDraft",
     "TaskPatch",
+    "apply_changes_before_links",
     "apply_changes_of",
     "apply_due_change_before_proof",
-    "apply_if_due",
     "check_schedule_text",
     "instance_counts",
     "instance_pages",
+    "lock_with_due_change",
     "open_instances",
     "pump_once",
 ]

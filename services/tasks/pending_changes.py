@@ -6,8 +6,9 @@ parts of an edit wait. A mixed edit is split: its harder (and neutral) parts app
 parts wait. The latest edit of a field wins: editing a field again drops its pending value, and if the
 new value is easier it waits in its place. A pending change that gains or changes anything waits a full
 horizon again from that edit (the whole change, merged). At effective_at the chain applies it through
-the normal edit path (services/tasks/edits.py): first whoever locks the task (a proof, a review, an
-appeal, a fire, an edit), else its message (services/tasks/pending_timer.py).
+the normal edit path (services/tasks/edits.py): first whoever locks the task to decide about it (a proof,
+a review, an appeal, an edit: `lock_with_due_change`; a fire reports the change due and its actor applies
+it), else its message (services/tasks/pending_timer.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from models import ReviewTimeoutPolicy, Task, TaskState
-from services.chain import ChainTiming
+from services.chain import ChainTiming, lock_task
 from services.kit import db_now
 from services.schedules import DueTimes
 from services.tasks.drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskPatch
@@ -33,8 +34,6 @@ PendingColumns = dict[str, Any]
 SHAPE_KEYS = ("starts_at", "rrule", "timezone", "count_ends_at")
 SCHEDULE_KEYS = (*SHAPE_KEYS, "window_seconds", "grace_seconds")
 PAUSE, DELETE = "pause", "delete"
-# the lock paths apply a due change without the request's timing: the pump links what they plan
-LAZY_TIMING = ChainTiming(link_horizon_seconds=0)
 
 
 def split_schedule(
@@ -273,11 +272,19 @@ def is_due(task: Task, now: datetime) -> bool:
     return task.pending_effective_at is not None and task.pending_effective_at <= now
 
 
-async def apply_if_due(task: Task) -> None:
+async def apply_if_due(task: Task, timing: ChainTiming) -> None:
     """On a path that has just locked the task: a change whose moment has come applies before anything
     is decided about the task (a column check on the locked row when nothing is pending)."""
     if task.pending_effective_at is None:
         return
     now = await db_now()
     if is_due(task, now):
-        await apply_pending_change(task, now, LAZY_TIMING)
+        await apply_pending_change(task, now, timing)
+
+
+async def lock_with_due_change(task_id: str, timing: ChainTiming) -> Task:
+    """chain.lock_task for a path that then decides about the task (a proof, a review, an appeal): a
+    change that came due applies first, in the same transaction, so the decision meets the new rules."""
+    task = await lock_task(task_id)
+    await apply_if_due(task, timing)
+    return task

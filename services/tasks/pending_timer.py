@@ -16,11 +16,17 @@ from functools import cache
 
 from models import Task, TaskInstance
 from observability.outages import report_failure
-from services.chain import ChainTiming, lock_task
+from services.chain import ChainTiming
 from services.kit import Outgoing, as_utc, connection, db_now, decode_id, is_sqlite, send, write_transaction
 from services.schedules import prefetch_due_times
 from services.tasks.edits import before
-from services.tasks.pending_changes import SCHEDULE_KEYS, apply_pending_change, eventual_schedule, is_due
+from services.tasks.pending_changes import (
+    SCHEDULE_KEYS,
+    apply_pending_change,
+    eventual_schedule,
+    is_due,
+    lock_with_due_change,
+)
 
 log = logging.getLogger("proofloop.pending_changes")
 
@@ -83,6 +89,12 @@ async def apply_changes_of(task_ids: list[str], timing: ChainTiming) -> None:
             )
 
 
+async def apply_changes_before_links(instance_ids: list[str], timing: ChainTiming) -> None:
+    """The changes of the tasks whose links a fire left undelivered (chain.FireOutcome.CHANGE_DUE)."""
+    task_ids = await TaskInstance.filter(id__in=instance_ids).values_list("task_id", flat=True)
+    await apply_changes_of(sorted({str(task_id) for task_id in task_ids}), timing)
+
+
 async def apply_overdue_changes(timing: ChainTiming, overdue_seconds: float) -> int:
     """The pump's backstop: apply changes whose message should have come by now, earliest first."""
     cutoff = await db_now() - timedelta(seconds=overdue_seconds)
@@ -122,7 +134,7 @@ async def apply_change_of(task_id: str, timing: ChainTiming) -> int:
     return 1
 
 
-async def apply_due_change_before_proof(instance_id: str, arrival: datetime) -> None:
+async def apply_due_change_before_proof(instance_id: str, arrival: datetime, timing: ChainTiming) -> None:
     """Before a proof is read and judged (outside any lock): its task's change that was due when the
     proof arrived applies first, so the proof meets the new rules. One read when none waits."""
     key = decode_id(instance_id, "TaskInstance")
@@ -133,4 +145,4 @@ async def apply_due_change_before_proof(instance_id: str, arrival: datetime) -> 
     )
     if task_ids:
         async with write_transaction():
-            await lock_task(str(task_ids[0]))  # locking applies it
+            await lock_with_due_change(str(task_ids[0]), timing)

@@ -251,14 +251,14 @@ async def _task_count_and_now(owner: User) -> tuple[int, datetime]:
     return int(rows[0]["n"]), rows[0]["now"].astimezone(UTC)
 
 
-async def _owned_task_locked(owner: User, task_id: str) -> Task:
+async def _owned_task_locked(owner: User, task_id: str, timing: ChainTiming) -> Task:
     """Lock the caller's own task for an edit (others' tasks are NOT_FOUND: never leak existence)."""
     task = await Task.filter(id=parse_id(task_id, "task"), deleted_at=None).select_for_update().first()
     if task is None or str(task.owner_id) != str(owner.id):
         if task is not None and await is_active_partner(str(owner.id), str(task.owner_id)):
             raise Forbidden("only the task's owner may change it")
         raise NotFound("no such task")
-    await apply_if_due(task)  # a change whose moment has come applies before this edit is judged
+    await apply_if_due(task, timing)  # a change whose moment has come applies before this edit is judged
     if task.deleted_at is not None:
         # its waiting deletion came due: this edit rolls back, and the pump's next tick applies it
         raise NotFound("no such task")
@@ -290,7 +290,7 @@ async def update_task(
         )
         await _check_reminders_of_update(owner, task_id, patch, plan.eventual or plan.now, timing)
         async with write_transaction():
-            task = await _owned_task_locked(owner, task_id)
+            task = await _owned_task_locked(owner, task_id, timing)
             if not plan.fits(task, has_schedule=patch.schedule is not None):
                 continue  # edited meanwhile: check the schedule it has now
             now_patch, later, touched = split_rules(task, patch) if plan.waits else (patch, {}, set())
@@ -346,9 +346,9 @@ async def _apply_update(
             )
 
 
-async def pause_task(owner: User, task_id: str, *, horizon_day: timedelta = DAY) -> Task:
+async def pause_task(owner: User, task_id: str, *, timing: ChainTiming, horizon_day: timedelta = DAY) -> Task:
     async with write_transaction():
-        task = await _owned_task_locked(owner, task_id)
+        task = await _owned_task_locked(owner, task_id, timing)
         if task.state is TaskState.PAUSED:
             return task
         if task.state is not TaskState.ACTIVE:
@@ -368,7 +368,7 @@ async def resume_task(owner: User, task_id: str, *, timing: ChainTiming) -> Task
     if current is not None and str(current.owner_id) == str(owner.id):
         due = await prefetch_due_times(schedule_of(current), before(current.starts_at), timing.recurrence)
     async with write_transaction():
-        task = await _owned_task_locked(owner, task_id)
+        task = await _owned_task_locked(owner, task_id, timing)
         if task.state is TaskState.ACTIVE:
             if (task.pending_change or {}).get(PAUSE):  # resuming is harder: a waiting pause is dropped
                 await hold_change(task, {}, {PAUSE}, now=await db_now(), horizon=timedelta(0))
@@ -386,11 +386,13 @@ async def resume_task(owner: User, task_id: str, *, timing: ChainTiming) -> Task
     return task
 
 
-async def delete_task(owner: User, task_id: str, *, horizon_day: timedelta = DAY) -> Task | None:
+async def delete_task(
+    owner: User, task_id: str, *, timing: ChainTiming, horizon_day: timedelta = DAY
+) -> Task | None:
     """Soft-delete (history and events keep resolving the task); an ACTIVE task's deletion waits out the
     owner's commitment horizon: then the task is returned, still there with its pending change."""
     async with write_transaction():
-        task = await _owned_task_locked(owner, task_id)
+        task = await _owned_task_locked(owner, task_id, timing)
         now = await db_now()
         horizon = horizon_of(owner, now, horizon_day)
         if horizon > timedelta(0) and lifecycle_waits(
@@ -402,10 +404,10 @@ async def delete_task(owner: User, task_id: str, *, horizon_day: timedelta = DAY
     return None
 
 
-async def cancel_pending_change(owner: User, task_id: str) -> Task:
-    """The owner drops what waits (a change that came due has already applied: locking applies it)."""
+async def cancel_pending_change(owner: User, task_id: str, *, timing: ChainTiming) -> Task:
+    """The owner drops what waits (a change that came due applies first, as on every edit)."""
     async with write_transaction():
-        task = await _owned_task_locked(owner, task_id)
+        task = await _owned_task_locked(owner, task_id, timing)
         if task.pending_change is not None:
             task.pending_change, task.pending_effective_at = None, None
             await task.save(update_fields=["pending_change", "pending_effective_at", "updated_at"])

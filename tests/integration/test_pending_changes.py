@@ -1,5 +1,7 @@
-"""A pending change that came due applies before any decision about its task: under lock_task (proofs,
-reviews, appeals) and in the fire at a deadline, even when the pump has not run yet."""
+"""A pending change that came due applies before any decision about its task: where proofs, reviews,
+appeals and edits lock it (tasks.lock_with_due_change), and at a deadline, where the fire reports the
+change and its delivery applies it before settling, even when the pump has not run yet. chain.lock_task
+itself never edits."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from actors.chain_delivery import deliver
 from models import InstanceStatus, Task, TaskInstance, TaskState, User, VerificationMethod
 from services.chain.chain import ChainTiming, FireOutcome, fire, lock_task
 from services.kit.db import db_now, write_transaction
 from services.tasks.drafts import GpsRuleDraft, TaskDraft
+from services.tasks.pending_changes import lock_with_due_change
 from services.tasks.tasks import create_task
 from verification.recurrence import Schedule
 
@@ -42,12 +46,14 @@ async def _hold(task: Task, change: dict[str, object], effective_at: datetime | 
 
 
 @pytest.mark.usefixtures("orm")
-async def test_lock_task_applies_a_due_rule_change_in_place() -> None:
+async def test_locking_to_decide_applies_a_due_rule_change_in_place() -> None:
     gps = GpsRuleDraft(latitude=52.52, longitude=13.405, radius_meters=150, max_accuracy_meters=100)
     task, instance = await _task(VerificationMethod.GPS, 600, gps=gps)
     await _hold(task, {"gps_radius_meters": 2000.0})
     async with write_transaction():
-        locked = await lock_task(str(task.id))
+        plain = await lock_task(str(task.id))
+        assert (plain.gps_radius_meters, plain.pending_change) == (150.0, {"gps_radius_meters": 2000.0})
+        locked = await lock_with_due_change(str(task.id), TIMING)
     assert (locked.gps_radius_meters, locked.pending_change, locked.pending_effective_at) == (
         2000.0,
         None,
@@ -60,15 +66,19 @@ async def test_lock_task_applies_a_due_rule_change_in_place() -> None:
 
 
 @pytest.mark.usefixtures("orm")
-async def test_the_fire_applies_a_due_pause_before_settling() -> None:
+async def test_the_fire_reports_a_due_pause_and_its_delivery_applies_it_before_settling() -> None:
     task, instance = await _task(VerificationMethod.PHOTO, 2)
     # due just before the deadline, held before it: a worker of this run that reaches the row first (its
     # pump sees it come due) must apply the pause first as well
     await _hold(task, {"pause": True}, instance.closes_at - timedelta(milliseconds=10))
     await asyncio.sleep((instance.closes_at - datetime.now(UTC)).total_seconds() + 0.2)
     outcome = await fire(str(instance.id), instance.link_no, TIMING)
+    if outcome is FireOutcome.CHANGE_DUE:  # else a worker of this run delivered it first
+        untouched = await TaskInstance.get(id=instance.id)
+        assert (untouched.status, untouched.fire_at) == (InstanceStatus.PENDING, instance.fire_at)
+        assert (await Task.get(id=task.id)).pending_change == {"pause": True}
+        await deliver([(str(instance.id), instance.link_no)], TIMING)
     # paused first, so the deadline owes nothing: CANCELED, never MISSED
-    assert outcome in (FireOutcome.NOTHING_OWED, FireOutcome.STALE)
     assert (await TaskInstance.get(id=instance.id)).status is InstanceStatus.CANCELED
     stored = await Task.get(id=task.id)
     assert (stored.state, stored.pending_change) == (TaskState.PAUSED, None)
@@ -81,5 +91,5 @@ async def test_a_change_not_yet_due_waits_under_lock() -> None:
         pending_change={"pause": True}, pending_effective_at=await db_now() + timedelta(hours=1)
     )
     async with write_transaction():
-        locked = await lock_task(str(task.id))
+        locked = await lock_with_due_change(str(task.id), TIMING)
     assert (locked.state, locked.pending_change) == (TaskState.ACTIVE, {"pause": True})
