@@ -19,9 +19,9 @@ SQLITE_IMMEDIATE_ENGINE = "models.sqlite_immediate"
 
 
 def _sqlite(connection: dict[str, Any]) -> None:
-    """SQLite under several processes (DESIGN.md, Runtime): WAL (Tortoise's default journal mode), a busy
-    timeout, and BEGIN IMMEDIATE for every transaction, so one that reads then writes waits for the write
-    lock instead of failing with "database is locked"."""
+    """SQLite under several processes (docs/architecture.md, "Process resources"): WAL (Tortoise's default
+    journal mode), a busy timeout, and BEGIN IMMEDIATE for every transaction, so one that reads then
+    writes waits for the write lock instead of failing with "database is locked"."""
     connection["engine"] = SQLITE_IMMEDIATE_ENGINE
     connection["credentials"].setdefault("busy_timeout", SQLITE_BUSY_TIMEOUT_MS)
     connection["credentials"].setdefault("synchronous", "NORMAL")
@@ -67,4 +67,9 @@ def tortoise_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-TORTOISE_ORM = tortoise_config(get_settings())
+def __getattr__(name: str) -> Any:
+    """`TORTOISE_ORM` for Tortoise's own CLI (pyproject [tool.tortoise]), built when it is asked for:
+    importing this module reads no settings and creates no data directory."""
+    if name == "TORTOISE_ORM":
+        return tortoise_config(get_settings())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

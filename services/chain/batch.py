@@ -1,5 +1,5 @@
 """Set-based settlement: the due links a worker receives, and every row due in the same seconds, settled
-in one transaction per chunk (DESIGN.md "Settling in sets").
+in one transaction per chunk (docs/architecture.md, "Settling in sets").
 
 One statement claims and settles (each row by its own compare-and-set, rows another transaction holds
 skipped: one still owed then is the pump's to resend, as a lost link), one more writes the events, the

@@ -1,5 +1,5 @@
 """Reminders due at the same instant fire as a set: the links a worker receives together, and every
-reminder due in the same whole seconds, in one transaction (DESIGN.md "Settling in sets").
+reminder due in the same whole seconds, in one transaction (docs/architecture.md, "Settling in sets").
 
 One statement claims them, each by its own compare-and-set (fire.py's rule: still owed and due;
 fired when its instance is still open, dropped otherwise; on PostgreSQL rows another transaction holds are

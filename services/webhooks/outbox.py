@@ -1,4 +1,5 @@
-"""Webhook deliveries as durable timers (DESIGN.md "The per-task chain", applied to an outbox).
+"""Webhook deliveries as durable timers (docs/architecture.md, "The per-task chain and the durable
+timer", applied to an outbox).
 
 A delivery row is written in the transaction of its event and owes an attempt at fire_at; the message
 `webhooks.deliver(delivery_id, link_no)` only wakes a worker for it. Every write moves link_no, so only
