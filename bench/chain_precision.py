@@ -51,10 +51,10 @@ def _whole_second_after(at: datetime) -> datetime:
 
 async def proofloop_precision(env: BenchEnv) -> tuple[Lateness, int]:
     from models import User, VerificationMethod
+    from rules.recurrence import Schedule
     from services.chain.chain import ChainTiming
     from services.tasks.drafts import TaskDraft
     from services.tasks.tasks import create_task
-    from verification.recurrence import Schedule
 
     worker = env.proofloop_worker()
     db = await asyncpg.connect(env.database_url)

@@ -88,10 +88,10 @@ class RssSampler:
 
 async def proofloop_starvation(env: BenchEnv) -> Starvation:
     from models import User, VerificationMethod
+    from rules.recurrence import Schedule
     from services.chain.chain import ChainTiming
     from services.tasks.drafts import TaskDraft
     from services.tasks.tasks import create_task
-    from verification.recurrence import Schedule
 
     db = await asyncpg.connect(env.database_url)
     owner_id = await bench_user(db)

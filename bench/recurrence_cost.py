@@ -18,8 +18,8 @@ from zoneinfo import ZoneInfo
 
 from dateutil.rrule import rrulestr
 
-from verification import recurrence
-from verification.recurrence import (
+from rules import recurrence
+from rules.recurrence import (
     Schedule,
     ScheduleError,
     count_ends_at,

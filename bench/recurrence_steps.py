@@ -11,7 +11,7 @@ import os
 import time
 from datetime import UTC, datetime
 
-from verification.recurrence import (
+from rules.recurrence import (
     DEFAULT_BUDGET,
     RecurrenceBudget,
     RecurrenceTooCostly,

@@ -52,11 +52,11 @@ WHERE t.title LIKE $1
 
 async def _create(owner: object, title: str, opens_at: datetime) -> None:
     from models import ReminderAnchor, User, VerificationMethod
+    from rules.recurrence import Schedule
     from services.chain.chain import ChainTiming
     from services.reminders.reminders import ReminderOffset
     from services.tasks.drafts import TaskDraft
     from services.tasks.tasks import create_task
-    from verification.recurrence import Schedule
 
     assert isinstance(owner, User)
     draft = TaskDraft(

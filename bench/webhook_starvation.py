@@ -91,11 +91,11 @@ class Trickler:
 
 async def _create(owner_id: str, title: str, starts_at: datetime, rrule: str | None, reminders: bool) -> None:
     from models import ReminderAnchor, User, VerificationMethod
+    from rules.recurrence import Schedule
     from services.chain.chain import ChainTiming
     from services.reminders.reminders import ReminderOffset
     from services.tasks.drafts import TaskDraft
     from services.tasks.tasks import create_task
-    from verification.recurrence import Schedule
 
     offsets = (ReminderOffset(ReminderAnchor.OPENS, 0), ReminderOffset(ReminderAnchor.DUE, 1))
     draft = TaskDraft(

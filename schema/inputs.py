@@ -8,6 +8,7 @@ import strawberry
 
 from models import ReminderAnchor as ReminderAnchorRow
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
+from rules.recurrence import Schedule
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod
 from services.kit import BadInput
 from services.reminders import ReminderOffset
@@ -20,7 +21,6 @@ from services.tasks import (
     TaskPatch,
     check_schedule_text,
 )
-from verification.recurrence import Schedule
 
 
 def aware(value: datetime, field: str) -> datetime:

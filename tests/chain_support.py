@@ -11,9 +11,9 @@ from typing import Any
 import asyncpg
 
 from models import VerificationMethod
+from rules.recurrence import Schedule
 from services.tasks.drafts import TaskDraft
 from tests.harness import ApiClient, row_key
-from verification.recurrence import Schedule
 
 CREATE = (
     "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id dueAt } } }"

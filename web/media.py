@@ -22,7 +22,7 @@ from settings import Settings
 from storage.blobs import BlobStore
 
 KINDS = ("media", "thumbnail")
-THUMBNAIL_MIME = "image/jpeg"  # verification.media.thumbnail_jpeg
+THUMBNAIL_MIME = "image/jpeg"  # rules.media.thumbnail_jpeg
 _SAFETY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "private, max-age=300",

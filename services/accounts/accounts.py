@@ -14,6 +14,8 @@ from tortoise.queryset import QuerySet
 
 from models import AuthToken, User
 from realtime import notices
+from rules.errors import InvalidInput
+from rules.timezones import zone_of
 from services.accounts.email_verification import send_verification
 from services.accounts.passwords import PasswordHashing, check_password_policy
 from services.kit import (
@@ -33,8 +35,6 @@ from services.kit import (
     remember_owner_address,
     write_transaction,
 )
-from verification.errors import InvalidInput
-from verification.timezones import zone_of
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 # Sliding expiry is written at most this often, so a burst of requests is not a burst of writes.

@@ -20,6 +20,7 @@ from uuid import uuid4
 from models import InstanceStatus
 from observability.metrics import observe_settlements
 from observability.outages import report_failure
+from rules.recurrence import Schedule
 from services.chain.chain import OPEN_STATUSES, ChainTiming, FireOutcome, fire
 from services.chain.links import send_links_after_commit
 from services.chain.settle_reads import LinkedRow, read_due_in_seconds, read_named, whole_second
@@ -29,7 +30,6 @@ from services.kit import db_now, on_commit, write_transaction
 from services.reminders import Occurrence, offsets_from, plan_reminders_of
 from services.schedules import DueTimes, due_times_after, prefetch_many, window_around
 from services.timers import LinkArgs, Waiter, hand_back
-from verification.recurrence import Schedule
 
 log = logging.getLogger("proofloop.chain")
 

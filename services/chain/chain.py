@@ -28,6 +28,7 @@ from models import (
     VerificationStatus,
 )
 from observability.metrics import observe_settlement
+from rules.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 from services.chain.links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain.links import LINK_BATCH as LINK_BATCH
@@ -39,7 +40,6 @@ from services.kit import write_transaction
 from services.partners import vouching
 from services.reminders import plan_reminders
 from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
-from verification.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 
 log = logging.getLogger("proofloop.chain")
 

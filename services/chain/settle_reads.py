@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from models import InstanceStatus
+from rules.recurrence import Schedule
 from services.kit import as_utc, connection, is_sqlite
-from verification.recurrence import Schedule
 
 PENDING = InstanceStatus.PENDING.value
 TASK_COLUMNS = (

@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from models import EventType, InstanceStatus, TaskState
+from rules.recurrence import Schedule
 from services.chain.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, schedule_from
 from services.kit import as_utc, connection, is_sqlite
-from verification.recurrence import Schedule
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from models import RejectionReason, Task, User, Verification, VerificationMethod, VerificationStatus
+from rules.errors import InvalidInput
+from rules.gps import GpsFix, GpsRule, judge_check_in, validate_point
 from services.chain import ChainTiming
 from services.kit import BadInput, Conflict
 from services.proofs.pipeline import (
@@ -17,8 +19,6 @@ from services.proofs.pipeline import (
     settle_verified,
     window_reason,
 )
-from verification.errors import InvalidInput
-from verification.gps import GpsFix, GpsRule, judge_check_in, validate_point
 
 # A phone's clock may run a little ahead of the database's; more than this is a lie about the future.
 RECORDED_AT_SLACK = timedelta(seconds=60)

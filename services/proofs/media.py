@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from models import RejectionReason, User, Verification, VerificationMethod
+from rules.errors import InvalidInput
+from rules.photo import capture_in_window, inspect_photo, is_reused
+from rules.video import inspect_video, is_reused_video
 from services.chain import ChainTiming
 from services.kit import BadInput
 from services.proofs.decode_gate import DecodeGate
 from services.proofs.media_storage import MediaCopy, MediaStorage
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
-from verification.errors import InvalidInput
-from verification.photo import capture_in_window, inspect_photo, is_reused
-from verification.video import inspect_video, is_reused_video
 
 # Enough history to catch a recycled picture without reading a heavy user's whole past.
 REUSE_LOOKBACK = 2000

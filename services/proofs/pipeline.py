@@ -27,6 +27,7 @@ from models import (
     VerificationMethod,
     VerificationStatus,
 )
+from rules.window import in_window
 from services.chain import ChainTiming, move_fire_at, plan_after_pending, settle_instance
 from services.feed import record_event
 from services.kit import BadInput, Conflict, Forbidden, NotFound, parse_id, write_transaction
@@ -35,7 +36,6 @@ from services.proofs.media_storage import MediaCopy, MediaStorage, StagedBlobs, 
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
 from services.tasks import apply_due_change_before_proof, lock_with_due_change
 from storage.blobs import BlobStore
-from verification.window import in_window
 
 INSTANCE_FIELD = "instanceId"
 # A proof that arrived in time beats the deadline: near closesAt the chain's timer waits this long for it.

@@ -14,16 +14,16 @@ from datetime import datetime, timedelta
 
 from models import InstanceReminder, InstanceStatus, ReminderAnchor, Task, TaskInstance
 from observability.metrics import count_links_sent
-from services.kit import BadInput, Outgoing, send_after_commit
-from services.schedules import out_of_time
-from services.timers import Link, batched_messages
-from verification.recurrence import (
+from rules.recurrence import (
     RecurrenceBudget,
     RecurrenceTimedOut,
     Schedule,
     ScheduleError,
     smallest_gap_seconds,
 )
+from services.kit import BadInput, Outgoing, send_after_commit
+from services.schedules import out_of_time
+from services.timers import Link, batched_messages
 
 FIRE_ACTOR = "reminders.fire"
 FIRE_BATCH_ACTOR = "reminders.fire_batch"  # reminders due at the same instant, one message

@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from models import Task
-from services.kit import BadInput, RateLimited
-from verification.recurrence import (
+from rules.recurrence import (
     RecurrenceBudget,
     RecurrenceTimedOut,
     RecurrenceTooCostly,
@@ -28,6 +27,7 @@ from verification.recurrence import (
     occurrences_after,
     validate_schedule,
 )
+from services.kit import BadInput, RateLimited
 
 if TYPE_CHECKING:
     from settings import Settings

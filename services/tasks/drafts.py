@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from models import ReviewTimeoutPolicy, VerificationMethod
+from rules.errors import InvalidInput
+from rules.gps import validate_point
+from rules.recurrence import Schedule
+from rules.timezones import zone_of
 from services.kit import BadInput
 from services.reminders import ReminderOffset
-from verification.errors import InvalidInput
-from verification.gps import validate_point
-from verification.recurrence import Schedule
-from verification.timezones import zone_of
 
 MAX_TITLE = 200
 MAX_DESCRIPTION = 5000

@@ -7,12 +7,12 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from models import Task, TaskState
+from rules.recurrence import Schedule
 from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
 from services.kit import db_now
 from services.reminders import stored
 from services.schedules import DueTimes, next_due_after
 from services.tasks.drafts import TaskPatch
-from verification.recurrence import Schedule
 
 
 def whole_seconds(schedule: Schedule) -> Schedule:

@@ -1,7 +1,7 @@
 """Easier task edits waiting out the owner's commitment horizon, and applying them when it has passed.
 
 A task's pending change (tasks.pending_change) maps the columns it will set to their values, plus the
-flags `pause` and `delete`; tasks.pending_effective_at says when. verification/horizon.py decides which
+flags `pause` and `delete`; tasks.pending_effective_at says when. rules/horizon.py decides which
 parts of an edit wait. A mixed edit is split: its harder (and neutral) parts apply at once, its easier
 parts wait. The latest edit of a field wins: editing a field again drops its pending value, and if the
 new value is easier it waits in its place. A pending change that gains or changes anything waits a full
@@ -19,13 +19,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from models import ReviewTimeoutPolicy, Task, TaskState
+from rules.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields
+from rules.recurrence import Schedule
 from services.chain import ChainTiming, lock_task
 from services.kit import db_now
 from services.schedules import DueTimes
 from services.tasks.drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskPatch
 from services.tasks.edits import apply_fields, delete_locked, pause_locked, replan
-from verification.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields
-from verification.recurrence import Schedule
 
 log = logging.getLogger("proofloop.pending_changes")
 

@@ -9,6 +9,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from models import InstanceStatus, Task, TaskInstance, TaskState, User
+from rules.horizon_span import occurrences_easier
+from rules.recurrence import (
+    RecurrenceBudget,
+    RecurrenceTimedOut,
+    RecurrenceTooCostly,
+    Schedule,
+    ScheduleError,
+)
 from services.accounts import horizon_of
 from services.chain import ChainTiming
 from services.kit import parse_id
@@ -22,14 +30,6 @@ from services.schedules import (
 from services.tasks.drafts import SchedulePatch
 from services.tasks.edits import before, whole_seconds
 from services.tasks.pending_changes import SCHEDULE_KEYS, merged_schedule_patch, split_schedule
-from verification.horizon_span import occurrences_easier
-from verification.recurrence import (
-    RecurrenceBudget,
-    RecurrenceTimedOut,
-    RecurrenceTooCostly,
-    Schedule,
-    ScheduleError,
-)
 
 log = logging.getLogger("proofloop.schedule_edits")
 

@@ -13,6 +13,8 @@ from models import (
     User,
     VerificationMethod,
 )
+from rules.horizon import Lifecycle, lifecycle_waits
+from rules.recurrence import Schedule
 from services.accounts import horizon_of
 from services.chain import (
     ChainTiming,
@@ -71,8 +73,6 @@ from services.tasks.pending_changes import (
     split_rules,
 )
 from services.tasks.schedule_edits import DAY, plan_schedule_edit
-from verification.horizon import Lifecycle, lifecycle_waits
-from verification.recurrence import Schedule
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import psutil
 import pytest
 from PIL import Image
 
+from rules.photo import inspect_photo
 from storage.blobs import BlobStore
 from tests import media_factory
 from tests.api.test_proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
@@ -35,7 +36,6 @@ from tests.harness import (
     run_cli,
     upload,
 )
-from verification.photo import inspect_photo
 
 # The API's resident memory while photo bombs arrive: it idles near 150 MB; one decoded bomb is ~650 MB.
 RSS_BUDGET_MB = 400

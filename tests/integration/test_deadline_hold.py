@@ -10,6 +10,7 @@ import pytest
 
 from actors.broker import configure_broker
 from models import InstanceStatus, RejectionReason, TaskInstance, User, VerificationMethod, VerificationStatus
+from rules.recurrence import Schedule
 from services.chain.chain import ChainTiming
 from services.kit.db import db_now
 from services.proofs.pipeline import holding_deadline, new_verification, proof_target, record_outcome
@@ -17,7 +18,6 @@ from services.tasks.drafts import TaskDraft
 from services.tasks.tasks import create_task
 from tests.chain_support import eventually
 from tests.harness import WorkerProcess
-from verification.recurrence import Schedule
 
 TIMING = ChainTiming(link_horizon_seconds=300)
 

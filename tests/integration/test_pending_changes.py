@@ -13,12 +13,12 @@ import pytest
 
 from actors.chain_delivery import deliver
 from models import InstanceStatus, Task, TaskInstance, TaskState, User, VerificationMethod
+from rules.recurrence import Schedule
 from services.chain.chain import ChainTiming, FireOutcome, fire, lock_task
 from services.kit.db import db_now, write_transaction
 from services.tasks.drafts import GpsRuleDraft, TaskDraft
 from services.tasks.pending_changes import lock_with_due_change
 from services.tasks.tasks import create_task
-from verification.recurrence import Schedule
 
 TIMING = ChainTiming(link_horizon_seconds=0)  # nothing linked: this test fires by hand
 

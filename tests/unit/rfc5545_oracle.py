@@ -3,7 +3,7 @@
 It walks every period of the rule in turn (each year, month, week, day, hour, minute or second from
 DTSTART's, INTERVAL apart), lists every candidate of the period by the expand/limit table of 3.3.10,
 keeps those at or after DTSTART, then turns wall times into instants by searching the zone's offsets.
-Slow on purpose: nothing here is shared with verification/.
+Slow on purpose: nothing here is shared with rules/.
 """
 
 from __future__ import annotations

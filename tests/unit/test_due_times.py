@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+from rules.recurrence import Schedule
 from services.schedules.due_times import DueTimes
-from verification.recurrence import Schedule
 
 DAILY = Schedule(datetime(2026, 1, 1, 7, tzinfo=UTC), "FREQ=DAILY", "UTC", 0, 0)
 AFTER = datetime(2026, 3, 1, 7, tzinfo=UTC)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from verification.gps import (
+from rules.gps import (
     GpsFix,
     GpsRule,
     InvalidInput,

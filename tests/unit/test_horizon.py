@@ -1,4 +1,4 @@
-"""The commitment horizon's rule (verification/horizon.py): every field, both directions, and no change."""
+"""The commitment horizon's rule (rules/horizon.py): every field, both directions, and no change."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from verification.horizon import (
+from rules.horizon import (
     DueSpan,
     Lifecycle,
     PartnerReview,

@@ -1,4 +1,4 @@
-"""The horizon's schedule decision (verification/horizon_span.py) against a brute-force expansion of both
+"""The horizon's schedule decision (rules/horizon_span.py) against a brute-force expansion of both
 rules over the horizon (tests/unit/rfc5545_oracle.py), for generated pairs of old and new rules."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.rfc5545_oracle import Parts, expand
-from verification.horizon_span import occurrences_easier
-from verification.recurrence import (
+from rules.horizon_span import occurrences_easier
+from rules.recurrence import (
     DEFAULT_BUDGET,
     RecurrenceBudget,
     RecurrenceTooCostly,
@@ -21,6 +20,7 @@ from verification.recurrence import (
     ScheduleError,
     validate_schedule,
 )
+from tests.unit.rfc5545_oracle import Parts, expand
 
 ZONE = "Europe/Berlin"
 SPAN = timedelta(days=16)  # every generated rule ends (COUNT, UNTIL) within this of its start, or never

@@ -7,16 +7,16 @@ import pillow_heif
 import pytest
 from PIL import Image
 
-from tests import media_factory as mf
-from tests.harness import long_form
-from verification.errors import InvalidInput
-from verification.photo import (
+from rules.errors import InvalidInput
+from rules.photo import (
     REUSE_THRESHOLD,
     capture_in_window,
     hamming,
     inspect_photo,
     is_reused,
 )
+from tests import media_factory as mf
+from tests.harness import long_form
 
 BERLIN = "Europe/Berlin"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verification.recurrence import (
+from rules.recurrence import (
     Schedule,
     ScheduleError,
     next_occurrence,

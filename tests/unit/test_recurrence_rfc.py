@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.rfc5545_oracle import DAYS, Parts, TooLong, expand
-from verification.recurrence import (
+from rules.recurrence import (
     RecurrenceBudget,
     RecurrenceTimedOut,
     RecurrenceTooCostly,
@@ -23,6 +22,7 @@ from verification.recurrence import (
     occurrences_after,
     validate_schedule,
 )
+from tests.unit.rfc5545_oracle import DAYS, Parts, TooLong, expand
 
 BERLIN = ZoneInfo("Europe/Berlin")
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from graphql import FragmentDefinitionNode, OperationDefinitionNode, parse
 
+from rules.errors import InvalidInput
+from rules.timezones import zone_of
 from schema.query_cost import QueryCost
 from schema.schema import schema
-from verification.errors import InvalidInput
-from verification.timezones import zone_of
 from web.request_json import (
     MAX_NESTING,
     RefusedJSON,

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from rules.recurrence import RecurrenceBudget, Schedule
 from services.kit.errors import RateLimited
 from services.schedules.due_times import check_schedule, due_times_after
-from verification.recurrence import RecurrenceBudget, Schedule
 
 STALLED = RecurrenceBudget(max_seconds=-1)  # a host that has no time left at the first step
 DAILY = Schedule(datetime(2026, 1, 1, 7, tzinfo=UTC), "FREQ=DAILY", "Europe/Berlin", 0, 0)

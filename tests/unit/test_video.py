@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from rules.errors import InvalidInput
+from rules.video import SAMPLE_COUNT, creation_time, inspect_video, is_reused_video
 from tests import media_factory as mf
-from verification.errors import InvalidInput
-from verification.video import SAMPLE_COUNT, creation_time, inspect_video, is_reused_video
 
 PRIVATE_TAGS = {"title": "Morning run", "location": "+52.5200+013.4050/", "comment": "secret"}
 
@@ -110,8 +110,8 @@ def test_frame_threshold_separates_reencodes_from_other_clips() -> None:
 def test_clean_copy_falls_back_to_fragmented_mp4_when_the_index_outgrows_its_space(
     original: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("verification.video.MOOV_BASE_BYTES", 16)
-    monkeypatch.setattr("verification.video.MOOV_BYTES_PER_PACKET", 0)
+    monkeypatch.setattr("rules.video.MOOV_BASE_BYTES", 16)
+    monkeypatch.setattr("rules.video.MOOV_BYTES_PER_PACKET", 0)
     clean = inspect_video(original).clean
     assert b"moof" in clean
     with av.open(io.BytesIO(clean), "r") as copy:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from verification.horizon import DueSpan, RuleField, makes_easier
-from verification.recurrence import (
+from rules.horizon import DueSpan, RuleField, makes_easier
+from rules.recurrence import (
     RecurrenceBudget,
     RecurrenceTooCostly,
     Schedule,
     count_ends_at,
     occurrences_after,
 )
-from verification.rrule_parse import parse_rrule, zone_of
+from rules.rrule_parse import parse_rrule, zone_of
 
 _CHUNK = 2048  # due times asked for per expansion call
 MAX_COMPARED = 100_000  # due times per schedule: 30 days of a rule every minute is 43,200

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from zoneinfo import ZoneInfo, available_timezones
 
-from verification.errors import InvalidInput
+from rules.errors import InvalidInput
 
 MAX_ZONE_NAME = 64
 # Present in the zone database but not places: their clocks mean nothing to a user.

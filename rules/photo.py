@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 
 from PIL import Image, ImageFile
 
-from verification.errors import InvalidInput
-from verification.media import (
+from rules.errors import InvalidInput
+from rules.media import (
     HASH_INPUT_SIDE,
     hamming,
     has_alpha,

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 
-from verification.rrule_expand import Budget
-from verification.rrule_parse import Freq, Rule, rrule_error
+from rules.rrule_expand import Budget
+from rules.rrule_parse import Freq, Rule, rrule_error
 
 _UNIT_SECONDS = {Freq.HOURLY: 3600, Freq.MINUTELY: 60, Freq.SECONDLY: 1}
 

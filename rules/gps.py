@@ -4,7 +4,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
-from verification.errors import InvalidInput
+from rules.errors import InvalidInput
 
 __all__ = [
     "EARTH_RADIUS_METERS",

@@ -40,13 +40,13 @@ from functools import lru_cache
 from itertools import chain, islice, pairwise
 from zoneinfo import ZoneInfo
 
-from verification.recurrence_budget import (
+from rules.recurrence_budget import (
     DEFAULT_BUDGET,
     RecurrenceBudget,
     check_density,
     check_sparsity,
 )
-from verification.rrule_expand import (
+from rules.rrule_expand import (
     LAST_YEAR,
     Budget,
     RecurrenceTimedOut,
@@ -54,7 +54,7 @@ from verification.rrule_expand import (
     walls_from,
     walls_on_grid,
 )
-from verification.rrule_parse import Freq, Rule, ScheduleError, parse_rrule, rrule_error, zone_of
+from rules.rrule_parse import Freq, Rule, ScheduleError, parse_rrule, rrule_error, zone_of
 
 __all__ = [
     "DEFAULT_BUDGET",

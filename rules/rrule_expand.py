@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 
-from verification.rrule_parse import Freq, Rule, ScheduleError
+from rules.rrule_parse import Freq, Rule, ScheduleError
 
 LAST_YEAR = 9998  # keeps every UTC conversion of a wall time inside datetime's range
 _MONTH_STEPS = 3  # visiting a month costs about as much as building and testing three of its days

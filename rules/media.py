@@ -5,7 +5,7 @@ import io
 import imagehash
 from PIL import Image
 
-from verification.errors import InvalidInput
+from rules.errors import InvalidInput
 
 __all__ = [
     "HASH_INPUT_SIDE",

@@ -12,8 +12,8 @@ from av.stream import Stream
 from av.video.stream import VideoStream
 from PIL import Image
 
-from verification.errors import InvalidInput
-from verification.media import hamming, perceptual_hash, thumbnail_jpeg
+from rules.errors import InvalidInput
+from rules.media import hamming, perceptual_hash, thumbnail_jpeg
 
 __all__ = [
     "FRAME_MATCH_THRESHOLD",

@@ -1,4 +1,4 @@
-"""Parse the supported RFC 5545 RRULE subset (see verification.recurrence) into a Rule."""
+"""Parse the supported RFC 5545 RRULE subset (see rules.recurrence) into a Rule."""
 
 from __future__ import annotations
 
