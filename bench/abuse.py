@@ -26,7 +26,7 @@ import psutil
 import websockets
 
 from bench.live_env import private_redis
-from tests.harness import ApiClient, ServerProcess, free_port, migrated_database
+from harness.proofloop import ApiClient, ServerProcess, free_port, migrated_database
 
 OUT_OF_REACH = {
     "PROOFLOOP_MAX_QUERY_COST": str(10**12),

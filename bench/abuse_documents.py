@@ -20,8 +20,8 @@ import websockets
 
 from bench.abuse import Figures, measure
 from bench.live_env import private_redis
-from tests import media_factory
-from tests.harness import (
+from harness import media_factory
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,

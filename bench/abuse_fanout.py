@@ -24,7 +24,7 @@ from websockets.asyncio.client import ClientConnection
 
 from bench.abuse import CREATE, attempt, gps_task
 from bench.live_env import private_redis
-from tests.harness import ApiClient, ServerProcess, free_port, migrated_database
+from harness.proofloop import ApiClient, ServerProcess, free_port, migrated_database
 
 SUBSCRIBE = "subscription { verificationEvents { id type verification { status } } }"
 CHECK_IN = """mutation($i: ID!) {

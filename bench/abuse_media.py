@@ -17,8 +17,8 @@ import psutil
 from PIL import Image
 
 from bench.chain_support import BenchEnv, free_port, run_main, say
-from tests import media_factory
-from tests.harness import (
+from harness import media_factory
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,

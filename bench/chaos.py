@@ -24,8 +24,8 @@ from types import FrameType
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.chaos.chaos_support import FAULTS, ChaosRun, Outcome, Shape
-from tests.chaos.private_services import PrivatePostgres, PrivateRedis
+from harness.chaos import FAULTS, ChaosRun, Outcome, Shape
+from harness.private_services import PrivatePostgres, PrivateRedis
 
 TASKS = int(os.environ.get("BENCH_CHAOS_TASKS", "300"))
 EVERY = 5

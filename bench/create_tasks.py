@@ -41,7 +41,7 @@ import psutil
 
 from bench.chain_support import percentile, say
 from bench.live_env import live_env
-from tests.harness import ROOT, free_port
+from harness.proofloop import ROOT, free_port
 
 SELECTION = "id currentInstance { id dueAt }"
 QUOTA = 200  # PROOFLOOP_MAX_TASKS_PER_USER's default

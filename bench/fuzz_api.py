@@ -2,7 +2,7 @@
 
 `python -m bench.fuzz_api [EXAMPLES]` (default 800, about 3 minutes) on a private PostgreSQL database and redis-server;
 prints how many requests were sent, the error codes seen and the slowest response. Fails (non-zero exit)
-on any HTTP 5xx, INTERNAL_SERVER_ERROR or a response slower than tests.api_fuzz.RESPONSE_TIMEOUT.
+on any HTTP 5xx, INTERNAL_SERVER_ERROR or a response slower than harness.api_fuzz.RESPONSE_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 import tempfile
 
 from bench.live_env import private_redis
-from tests.api_fuzz import fuzz_api
-from tests.harness import (
+from harness.api_fuzz import fuzz_api
+from harness.proofloop import (
     ApiClient,
     ServerProcess,
     create_open_task,

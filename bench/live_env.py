@@ -14,8 +14,8 @@ import asyncpg
 import psutil
 import redis
 
+from harness.proofloop import free_port, run_cli
 from services.kit.ids import event_ids
-from tests.harness import free_port, run_cli
 
 SECRET_KEY = "bench-secret"
 # event ids are enciphered positions: the benches time each position from its commit

@@ -29,8 +29,8 @@ from websockets.typing import Subprotocol
 
 from bench.live_env import EVENT_IDS, live_env
 from bench.live_latency import SUBSCRIPTION, Receipts, orm, percentile, produce, seed
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 from models import Task, TaskInstance
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
 
 
 async def subscribe_many(url: str, token: str, count: int) -> ClientConnection:

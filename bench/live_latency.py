@@ -30,6 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from bench.live_env import EVENT_IDS, api_redis_connections, live_env
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 from models import AuthToken, Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance, User
 from realtime.redis_client import close_redis, open_redis
 from runtime import close_database, open_database
@@ -37,7 +38,6 @@ from services.accounts.accounts import token_digest
 from services.feed.events import record_event
 from services.kit.db import on_commit, write_transaction
 from settings import Settings
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
 
 SUBSCRIPTION = "subscription { verificationEvents { id type taskTitle user { id displayName } } }"
 CREATE_TASK = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id } } }"

@@ -17,7 +17,7 @@ import uuid
 import httpx
 
 from bench.live_env import private_redis
-from tests.harness import ServerProcess, free_port, migrated_database
+from harness.proofloop import ServerProcess, free_port, migrated_database
 
 FLOOD_CLIENTS = 10
 FLOOD_SECONDS = 6.0

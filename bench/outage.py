@@ -24,9 +24,9 @@ import urllib.error
 import urllib.request
 import uuid
 
-from tests.chaos.chaos_support import ChaosRun, Shape
-from tests.chaos.private_services import PrivatePostgres, PrivateRedis
-from tests.harness import ApiClient
+from harness.chaos import ChaosRun, Shape
+from harness.private_services import PrivatePostgres, PrivateRedis
+from harness.proofloop import ApiClient
 
 PAUSE_S = float(os.environ.get("BENCH_OUTAGE_PAUSE_S", "10"))
 TASKS = int(os.environ.get("BENCH_OUTAGE_TASKS", "300"))

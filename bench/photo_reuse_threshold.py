@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from PIL import Image, ImageChops  # noqa: E402
 
+from harness.media_factory import hostile_copies, photo_image, reuse_tuning_set  # noqa: E402
 from rules.photo import REUSE_THRESHOLD, PhotoFacts, hamming, inspect_photo  # noqa: E402
-from tests.media_factory import hostile_copies, photo_image, reuse_tuning_set  # noqa: E402
 
 # The rule before mirrored, turned and cropped copies were caught: one pHash each, 12 bits.
 PLAIN_THRESHOLD = 12

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.harness import (
+from harness.mailbox import Mailbox
+from harness.proofloop import (
     TEST_SECRET_KEY,
     ApiClient,
     ServerProcess,
@@ -21,7 +22,6 @@ from tests.harness import (
     free_port,
     migrated_database,
 )
-from tests.mailbox import Mailbox
 
 
 def _redis_urls() -> tuple[str, str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.harness import ROOT, child_env, free_port
+from harness.proofloop import ROOT, child_env, free_port
 
 
 def dev_env(data_dir: Path, port: int) -> dict[str, str]:

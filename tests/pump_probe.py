@@ -14,6 +14,7 @@ import uuid
 from datetime import timedelta
 
 from actors.broker import configure_broker
+from harness.chain_support import photo_draft
 from models import TaskInstance, User
 from runtime import close_database, open_database
 from services.chain.chain import ChainTiming
@@ -22,7 +23,6 @@ from services.tasks.pump import claim_due_links
 from services.tasks.tasks import create_task
 from services.timers.claims import PumpSettings
 from settings import Settings
-from tests.chain_support import photo_draft
 
 PUMP = PumpSettings(link_horizon_seconds=300, link_overdue_seconds=2, max_outstanding_links=100)
 

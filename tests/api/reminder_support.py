@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.harness import ApiClient, free_port
+from harness.proofloop import ApiClient, free_port
 
 CREATE = """mutation($input: CreateTaskInput!) {
   createTask(input: $input) { id reminders { before offsetSeconds } currentInstance { id opensAt dueAt } }

@@ -10,9 +10,9 @@ import pytest
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportConnectionFailed
 
+from harness.mailbox import Mailbox, html_of, mailed_token, text_of
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess
 from tests.api.test_live import close_code, live_feed
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess
-from tests.mailbox import Mailbox, html_of, mailed_token, text_of
 
 ME = "query { me { id email emailVerified } }"
 VERIFY = "mutation($t: String!) { verifyEmail(token: $t) { id email emailVerified } }"

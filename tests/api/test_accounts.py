@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port
 
 ME = "query { me { id displayName email timezone } }"
 

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import ROOT, ApiClient, ServerProcess, free_port
+from harness.proofloop import ROOT, ApiClient, ServerProcess, free_port
 
 CLIENTS = ROOT / "tests" / "clients"
 REGISTER = """mutation Register($e: String!, $p: String!, $n: String!) {

@@ -9,10 +9,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from tests.api.test_live import Feed, live_feed
-from tests.api.test_proofs_gps import MUNICH, check_in
-from tests.chain_support import eventually
-from tests.harness import (
+from harness.chain_support import eventually
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,
@@ -21,6 +19,8 @@ from tests.harness import (
     partner_pair,
     row_key,
 )
+from tests.api.test_live import Feed, live_feed
+from tests.api.test_proofs_gps import MUNICH, check_in
 
 APPEAL = """mutation($v: ID, $i: ID, $note: String) {
   appeal(verificationId: $v, instanceId: $i, note: $note) {

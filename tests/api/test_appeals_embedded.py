@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.chain_support import eventually
+from harness.mailbox import Mailbox
+from harness.proofloop import ApiClient, create_open_task, open_schedule, partner_pair
 from tests.api.test_appeals import REVIEW, appeal, event_types, refused, status_of
 from tests.api.test_proofs_gps import MUNICH, check_in
-from tests.chain_support import eventually
 from tests.dev_support import dev_running
-from tests.harness import ApiClient, create_open_task, open_schedule, partner_pair
-from tests.mailbox import Mailbox
 
 
 @pytest.fixture(scope="module")

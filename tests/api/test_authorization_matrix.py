@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests import media_factory
-from tests.harness import ApiClient, GraphQLFailure, create_open_task, file_var, upload
+from harness import media_factory
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task, file_var, upload
 
 INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"
 ACCEPT = "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { id } }"

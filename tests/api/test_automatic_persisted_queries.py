@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
-from tests.harness import ApiClient, ServerProcess
+from harness.proofloop import ApiClient, ServerProcess
 
 
 def sha256(text: str) -> str:

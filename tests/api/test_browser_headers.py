@@ -14,9 +14,9 @@ import uuid
 
 import httpx
 
-from tests import media_factory
+from harness import media_factory
+from harness.proofloop import ApiClient, ServerProcess, create_open_task, file_var, row_key, upload
 from tests.api.test_proofs_media import SUBMIT_VIDEO, fetch, submit_photo
-from tests.harness import ApiClient, ServerProcess, create_open_task, file_var, row_key, upload
 
 
 def directives(policy: str) -> dict[str, list[str]]:

@@ -16,13 +16,13 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port, run_cli
 from tests.api.test_input_validation import CREATE, REGISTER, expect_bad_input, post_raw, task_input
 from tests.api.test_media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.api.test_query_cost import ATTACK, refused
 from tests.api.test_quotas import CHECK_IN, QUOTAS, acked, open_socket
 from tests.api.test_schedule_budgets import MONTHLY_EVERY_MINUTE, refusal
 from tests.api.test_schedule_budgets import task_input as schedule_input
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port, run_cli
 
 # never occurs, but proving it walks every Monday up to the year 9998: about 13.6 million steps
 COSTLY_RULE = "FREQ=HOURLY;INTERVAL=168;BYDAY=MO"

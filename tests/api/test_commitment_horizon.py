@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.chain_support import eventually
-from tests.harness import (
+from harness.chain_support import eventually
+from harness.mailbox import Mailbox
+from harness.proofloop import (
     BERLIN,
     ApiClient,
     GraphQLFailure,
@@ -22,7 +23,6 @@ from tests.harness import (
     free_port,
     partner_pair,
 )
-from tests.mailbox import Mailbox
 
 DAY_SECONDS = "1"
 NEAR = (52.53, 13.405)  # about 1.1 km north of BERLIN: outside 150 m, inside 2 km

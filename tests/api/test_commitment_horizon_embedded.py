@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, run_cli
 from tests.api.test_commitment_horizon import (
     DAY_SECONDS,
     pause_waits_then_the_chain_applies_it,
     proof_just_after_effective_at_meets_new_rules,
 )
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from harness.proofloop import ApiClient
 from tests.api.test_commitment_horizon import set_horizon, update
-from tests.harness import ApiClient
 
 TASK = """mutation($input: CreateTaskInput!) {
   createTask(input: $input) { id schedule { startsAt rrule } currentInstance { id dueAt } }

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.harness import ServerProcess, free_port
+from harness.proofloop import ServerProcess, free_port
 
 MAX_CONNECTIONS = 20
 GUARDS = {

@@ -12,8 +12,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from tests.harness import ApiClient, ServerProcess, create_open_task, file_var, free_port, upload
-from tests.media_factory import photo
+from harness.media_factory import photo
+from harness.proofloop import ApiClient, ServerProcess, create_open_task, file_var, free_port, upload
 
 API_URL = "https://api.proofloop.example"
 CONFIGURED = "https://App.Example.com:443/"  # written with a trailing slash and odd case

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
 
 QUOTA = 10
 SELECTION = "id title state createdAt currentInstance { id status dueAt }"

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from demo import run_demo
-from tests.harness import ServerProcess, WorkerProcess
-from tests.mailbox import Mailbox, mailed_token
+from harness.mailbox import Mailbox, mailed_token
+from harness.proofloop import ServerProcess, WorkerProcess
 
 EVENTS = "query($user: ID) { events(userId: $user, first: 100) { type taskTitle } }"
 # reminders come from the worker at their time: the first ("at open") is due as the demo starts

@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port, run_cli
 from tests.api.test_media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.api.test_quotas import acked, open_socket
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port, run_cli
 
 T = TypeVar("T")
 DISTINCT_DOCUMENTS = 240

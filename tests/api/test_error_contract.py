@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import ApiClient, ServerProcess
+from harness.proofloop import ApiClient, ServerProcess
 
 JSON = "application/json"
 GRAPHQL_RESPONSE = "application/graphql-response+json"

@@ -15,8 +15,8 @@ from typing import Any
 import asyncpg
 import pytest
 
+from harness.proofloop import ApiClient, GraphQLFailure, WorkerProcess, event_id, event_position, row_key
 from tests.api.test_live import make_partners
-from tests.harness import ApiClient, GraphQLFailure, WorkerProcess, event_id, event_position, row_key
 
 EVENTS = """query($after: ID, $first: Int, $before: ID, $last: Int, $userId: ID, $taskId: ID) {
   events(after: $after, first: $first, before: $before, last: $last, userId: $userId, taskId: $taskId) {

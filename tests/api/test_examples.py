@@ -6,8 +6,8 @@ import asyncio
 import sys
 import uuid
 
-from tests.chain_support import create_short_task
-from tests.harness import ROOT, ApiClient, ServerProcess, WorkerProcess, child_env
+from harness.chain_support import create_short_task
+from harness.proofloop import ROOT, ApiClient, ServerProcess, WorkerProcess, child_env
 
 INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"
 ACCEPT = "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }"

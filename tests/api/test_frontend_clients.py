@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests import media_factory
-from tests.harness import ROOT, ApiClient, ServerProcess, WorkerProcess
+from harness import media_factory
+from harness.proofloop import ROOT, ApiClient, ServerProcess, WorkerProcess
 
 CLIENTS = ROOT / "tests" / "clients"
 TASKS = 5

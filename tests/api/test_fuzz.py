@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.api_fuzz import fuzz_api, fuzz_bodies
-from tests.harness import ApiClient, ServerProcess, create_open_task, partner_pair
+from harness.api_fuzz import fuzz_api, fuzz_bodies
+from harness.proofloop import ApiClient, ServerProcess, create_open_task, partner_pair
 
 EXAMPLES = 120
 BODY_EXAMPLES = 80

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.harness import ROOT, ServerProcess
+from harness.proofloop import ROOT, ServerProcess
 
 CLIENTS = ROOT / "tests" / "clients"
 

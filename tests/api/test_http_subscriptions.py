@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.mailbox import Mailbox
+from harness.proofloop import ROOT, ApiClient, ServerProcess, WorkerProcess, free_port
 from tests.api.test_live import make_partners, start_missing_task, wait_for_history
-from tests.harness import ROOT, ApiClient, ServerProcess, WorkerProcess, free_port
-from tests.mailbox import Mailbox
 
 CLIENTS = ROOT / "tests" / "clients"
 SUBSCRIBE = """subscription($userId: ID, $after: ID) {

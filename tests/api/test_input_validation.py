@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.harness import (
+from harness.proofloop import (
     BERLIN,
     TASK_WITH_INSTANCE,
     ApiClient,

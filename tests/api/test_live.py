@@ -18,9 +18,9 @@ from gql.transport.exceptions import TransportConnectionFailed, TransportQueryEr
 from gql.transport.websockets import WebsocketsTransport
 from websockets.exceptions import ConnectionClosed
 
-from tests.chaos.private_services import PrivateRedis
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
-from tests.mailbox import Mailbox
+from harness.mailbox import Mailbox
+from harness.private_services import PrivateRedis
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 
 SUBSCRIBE = """subscription($userId: ID, $taskId: ID, $after: ID) {
   verificationEvents(userId: $userId, taskId: $taskId, after: $after) {

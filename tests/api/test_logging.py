@@ -10,8 +10,8 @@ import httpx
 import websockets
 from websockets.typing import Subprotocol
 
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
-from tests.mailbox import Mailbox, mailed_token
+from harness.mailbox import Mailbox, mailed_token
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
 
 PASSWORD = "never-log-this-password"
 

@@ -11,10 +11,10 @@ import redis
 from gql import GraphQLRequest
 from gql.transport.exceptions import TransportConnectionFailed
 
+from harness.mailbox import Mailbox
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
 from services.kit.rate_limits import AttemptWindow
 from tests.api.test_live import close_code, live_feed
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
-from tests.mailbox import Mailbox
 
 LOGIN = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { token } }"
 PASSWORD = "correct horse battery"

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import (
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,

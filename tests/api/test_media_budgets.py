@@ -18,12 +18,8 @@ import psutil
 import pytest
 from PIL import Image
 
-from rules.photo import inspect_photo
-from storage.blobs import BlobStore
-from tests import media_factory
-from tests.api.test_proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
-from tests.api.test_reviews import request_review
-from tests.harness import (
+from harness import media_factory
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,
@@ -36,6 +32,10 @@ from tests.harness import (
     run_cli,
     upload,
 )
+from rules.photo import inspect_photo
+from storage.blobs import BlobStore
+from tests.api.test_proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
+from tests.api.test_reviews import request_review
 
 # The API's resident memory while photo bombs arrive: it idles near 150 MB; one decoded bomb is ~650 MB.
 RSS_BUDGET_MB = 400

@@ -16,9 +16,9 @@ from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.chain_support import create_short_task, eventually
-from tests.harness import ROOT, ApiClient, ServerProcess, WorkerProcess, child_env, free_port
-from tests.mailbox import Mailbox
+from harness.chain_support import create_short_task, eventually
+from harness.mailbox import Mailbox
+from harness.proofloop import ROOT, ApiClient, ServerProcess, WorkerProcess, child_env, free_port
 
 API_METRICS = (
     "proofloop_graphql_operation_duration_seconds",

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.harness import (
+from harness.mailbox import Mailbox
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,
@@ -21,7 +22,6 @@ from tests.harness import (
     partner_pair,
     row_key,
 )
-from tests.mailbox import Mailbox
 
 NODE = """query($id: ID!) { node(id: $id) { __typename id
   ... on Task { title } ... on TaskInstance { instanceStatus: status }

@@ -16,10 +16,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from services.kit.ids import global_id
-from tests.api.test_events_query import task_with_history
-from tests.api.test_read_statements import add_history, counted, review_requests
-from tests.harness import (
+from harness.mailbox import Mailbox
+from harness.proofloop import (
     BERLIN,
     ApiClient,
     GraphQLFailure,
@@ -30,7 +28,9 @@ from tests.harness import (
     partner_pair,
     row_key,
 )
-from tests.mailbox import Mailbox
+from services.kit.ids import global_id
+from tests.api.test_events_query import task_with_history
+from tests.api.test_read_statements import add_history, counted, review_requests
 
 SIZE = 3
 PAGE = "edges { cursor node { id } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor }"

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.api.test_commitment_horizon import set_horizon
-from tests.api.test_reviews import queue, request_review, review
-from tests.chain_support import eventually
-from tests.harness import (
+from harness.chain_support import eventually
+from harness.mailbox import Mailbox
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,
@@ -24,7 +23,8 @@ from tests.harness import (
     open_schedule,
     partner_pair,
 )
-from tests.mailbox import Mailbox
+from tests.api.test_commitment_horizon import set_horizon
+from tests.api.test_reviews import queue, request_review, review
 
 PARTNERSHIPS = "query { partnerships { id status partner { id } } }"
 INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"

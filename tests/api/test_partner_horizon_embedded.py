@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.mailbox import Mailbox
+from harness.proofloop import ApiClient
 from tests.api import test_partner_horizon as shared
 from tests.dev_support import dev_running
-from tests.harness import ApiClient
-from tests.mailbox import Mailbox
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task
 from tests.api.test_live import make_partners
 from tests.api.test_read_statements import HISTORY, add_history
-from tests.harness import ApiClient, GraphQLFailure, create_open_task
 
 CHECK_IN = """mutation($id: ID!) {
   checkIn(instanceId: $id, location: {latitude: 52.52, longitude: 13.405}, accuracyMeters: 5) { status }

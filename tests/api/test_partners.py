@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure, create_open_task
-from tests.mailbox import html_of, text_of
+from harness.mailbox import html_of, text_of
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task
 
 FIELDS = "id status invitedEmail createdAt user { id } partner { id displayName }"
 INVITE = f"mutation($e: String!) {{ invitePartner(email: $e) {{ {FIELDS} }} }}"

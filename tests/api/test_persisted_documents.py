@@ -14,7 +14,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from tests.harness import ApiClient, ServerProcess, free_port
+from harness.proofloop import ApiClient, ServerProcess, free_port
 
 ME = "query Me { me { id displayName } }"
 ME_ID = "me-v1"

@@ -16,9 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from services.kit.ids import global_id
-from tests.api.test_read_statements import counted
-from tests.harness import (
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,
@@ -27,6 +25,8 @@ from tests.harness import (
     partner_pair,
     row_key,
 )
+from services.kit.ids import global_id
+from tests.api.test_read_statements import counted
 
 # (days ago, status) of task A, oldest first; each is due that many days and one hour before now
 HISTORY_A = [

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.proofloop import ApiClient, ServerProcess, create_open_task, free_port, row_key, run_cli
 from tests.api.test_progress import HISTORY_A, USER_PROGRESS, Written, expected_calendar
-from tests.harness import ApiClient, ServerProcess, create_open_task, free_port, row_key, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from harness.proofloop import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
 from rules.gps import haversine_meters
-from tests.harness import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
 
 CHECK_IN = """mutation($id: ID!, $lat: Float!, $lon: Float!, $acc: Float!, $at: DateTime) {
   checkIn(instanceId: $id, location: {latitude: $lat, longitude: $lon}, accuracyMeters: $acc, recordedAt: $at) {

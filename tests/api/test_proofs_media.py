@@ -14,9 +14,8 @@ import httpx
 import pytest
 from PIL import Image
 
-from services.proofs.media_links import media_url
-from tests import media_factory
-from tests.harness import (
+from harness import media_factory
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,
@@ -25,6 +24,7 @@ from tests.harness import (
     free_port,
     upload,
 )
+from services.proofs.media_links import media_url
 
 SUBMIT_PHOTO = """mutation($id: ID!, $photo: Upload!) {
   submitPhoto(instanceId: $id, photo: $photo) {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure
+from harness.proofloop import ApiClient, GraphQLFailure
 
 BUDGET = 20_000  # PROOFLOOP_MAX_QUERY_COST's default
 UPCOMING_ALIASES = " ".join(f"u{i}: upcoming(first: 100)" for i in range(29))

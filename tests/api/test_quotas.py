@@ -16,8 +16,8 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port
 from tests.api.test_media_budgets import RSS_BUDGET_MB, api_rss_mb
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port
 
 QUOTAS = {
     "PROOFLOOP_MAX_TASKS_PER_USER": "3",

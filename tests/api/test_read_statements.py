@@ -16,7 +16,9 @@ import pytest
 from gql import Client, GraphQLRequest
 from gql.transport.aiohttp import AIOHTTPTransport
 
-from tests.harness import (
+from harness.mailbox import Mailbox
+from harness.media_factory import photo
+from harness.proofloop import (
     ApiClient,
     ServerProcess,
     WorkerProcess,
@@ -27,8 +29,6 @@ from tests.harness import (
     row_key,
     upload,
 )
-from tests.mailbox import Mailbox
-from tests.media_factory import photo
 
 TASK_PAGE = """query($first: Int) { tasks(first: $first) { edges { node {
   id streak currentInstance { id status dueAt isOpen } instances { totalCount }

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess
 from tests.api.reminder_support import REGISTER_WEBHOOK, UPDATE, create_task, every
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess
 
 AT_OPEN = {"before": "OPENS", "offsetSeconds": 0}
 

@@ -13,6 +13,19 @@ import asyncpg
 import pytest
 import redis
 
+from harness.mailbox import Mailbox
+from harness.private_services import PrivateRedis
+from harness.proofloop import (
+    BERLIN,
+    ApiClient,
+    GraphQLFailure,
+    ServerProcess,
+    WorkerProcess,
+    free_port,
+    migrated_database,
+    row_key,
+    task_rules,
+)
 from tests.api.reminder_support import (
     CREATE,
     DELETE_WEBHOOK,
@@ -30,19 +43,6 @@ from tests.api.reminder_support import (
     wait_for_events,
 )
 from tests.api.test_live import live_feed, make_partners
-from tests.chaos.private_services import PrivateRedis
-from tests.harness import (
-    BERLIN,
-    ApiClient,
-    GraphQLFailure,
-    ServerProcess,
-    WorkerProcess,
-    free_port,
-    migrated_database,
-    row_key,
-    task_rules,
-)
-from tests.mailbox import Mailbox
 
 AT_OPEN = {"before": "OPENS", "offsetSeconds": 0}
 GYM = {"latitude": BERLIN[0], "longitude": BERLIN[1]}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from harness.proofloop import ApiClient
 from tests.api.reminder_support import (
     REGISTER_WEBHOOK,
     create_task,
@@ -21,7 +22,6 @@ from tests.api.reminder_support import (
 )
 from tests.api.test_live import live_feed
 from tests.dev_support import dev_running
-from tests.harness import ApiClient
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests import media_factory
-from tests.chain_support import eventually
-from tests.harness import (
+from harness import media_factory
+from harness.chain_support import eventually
+from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     WorkerProcess,

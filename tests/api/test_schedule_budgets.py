@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port
 from tests.unit.rfc5545_oracle import Parts, expand
 
 CREATE = """mutation($input: CreateTaskInput!) { createTask(input: $input) {

@@ -9,7 +9,7 @@ from datetime import datetime
 import asyncpg
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure, row_key
+from harness.proofloop import ApiClient, GraphQLFailure, row_key
 
 SESSIONS = "{ sessions { id current deviceName userAgent createdAt lastUsedAt } }"
 LOGIN = """mutation($e: String!, $p: String!, $d: String) {

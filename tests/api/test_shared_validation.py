@@ -3,8 +3,8 @@ the same text's cost with other variables, and a text that differs by a characte
 
 from __future__ import annotations
 
+from harness.proofloop import ApiClient
 from tests.api.test_query_cost import UPCOMING_ALIASES, refused
-from tests.harness import ApiClient
 
 BY_VARIABLE = f"query($n: Int) {{ tasks(first: $n) {{ edges {{ node {{ {UPCOMING_ALIASES} }} }} }} }}"
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, free_port
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port
 
 TASK_FIELDS = """
   id title description method state streak createdAt

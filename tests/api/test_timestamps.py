@@ -17,12 +17,19 @@ import pytest
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
+from harness.mailbox import Mailbox
+from harness.proofloop import (
+    ApiClient,
+    ServerProcess,
+    WorkerProcess,
+    free_port,
+    migrated_database,
+    partner_pair,
+)
 from tests.api.reminder_support import REGISTER_WEBHOOK, one_off, receiving
 from tests.api.test_commitment_horizon import set_horizon
 from tests.api.test_live import ws_url
 from tests.api.test_reviews import request_review, review
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database, partner_pair
-from tests.mailbox import Mailbox
 
 UTC_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$")
 ZONE = "Asia/Kolkata"  # +05:30: an offset no UTC rendering could pass for

@@ -11,8 +11,8 @@ import asyncpg
 import httpx
 import pytest
 
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, row_key
 from tests.api.reminder_support import REGISTER_WEBHOOK
-from tests.harness import ApiClient, GraphQLFailure, ServerProcess, row_key
 
 # each reaches an internal IPv4 through a translating router, or is internal IPv6 itself
 INTERNAL_ADDRESSES = [

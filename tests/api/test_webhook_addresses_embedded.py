@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from harness.proofloop import ApiClient, GraphQLFailure, row_key
 from tests.api.reminder_support import REGISTER_WEBHOOK
 from tests.api.test_webhook_addresses import INTERNAL_ADDRESSES, refusal
 from tests.dev_support import dev_running
-from tests.harness import ApiClient, GraphQLFailure, row_key
 
 ALLOWANCE_LINE = "webhooks may also use http:// receivers on localhost, 127.0.0.1 and [::1]"
 

@@ -13,6 +13,9 @@ from typing import Any
 import asyncpg
 import pytest
 
+from harness.mailbox import Mailbox
+from harness.private_services import PrivateRedis
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database, row_key
 from tests.api.reminder_support import (
     DELETE_WEBHOOK,
     PAUSE,
@@ -23,9 +26,6 @@ from tests.api.reminder_support import (
     receiving,
 )
 from tests.api.webhook_receivers import OpenCount, trickling
-from tests.chaos.private_services import PrivateRedis
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_database, row_key
-from tests.mailbox import Mailbox
 
 AT_OPEN = {"before": "OPENS", "offsetSeconds": 0}
 SECOND_BEFORE_DUE = {"before": "DUE", "offsetSeconds": 1}

@@ -14,7 +14,7 @@ from gql.transport.websockets import WebsocketsTransport
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.harness import ApiClient, ServerProcess, free_port
+from harness.proofloop import ApiClient, ServerProcess, free_port
 
 TRANSPORT_WS = "graphql-transport-ws"
 LEGACY = "graphql-ws"

@@ -19,8 +19,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.chain_support import create_short_task
-from tests.harness import ApiClient, ServerProcess, WorkerProcess
+from harness.chain_support import create_short_task
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")

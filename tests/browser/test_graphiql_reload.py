@@ -9,8 +9,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
+from harness.proofloop import ServerProcess
 from tests.browser.test_graphiql_offline import SET_EDITOR, browser, open_graphiql, pytestmark
-from tests.harness import ServerProcess
 
 __all__ = ["browser", "pytestmark"]
 

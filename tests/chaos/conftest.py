@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.chaos.private_services import PrivatePostgres, PrivateRedis
+from harness.private_services import PrivatePostgres, PrivateRedis
 
 
 @pytest.fixture(scope="module")

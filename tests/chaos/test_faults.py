@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chaos.chaos_support import FAULTS, ChaosRun, Shape, describe
-from tests.chaos.private_services import PrivatePostgres, PrivateRedis
+from harness.chaos import FAULTS, ChaosRun, Shape, describe
+from harness.private_services import PrivatePostgres, PrivateRedis
 
 # 12 tasks due together every 2 s; each fault 0.3 s into a burst (the first of them 2 s after the first)
 SHORT = Shape(tasks=12, every=2, start_in=2, before=2.3, after=3, pause=4)

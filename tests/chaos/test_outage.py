@@ -19,10 +19,10 @@ import urllib.request
 import pytest
 import websockets
 
-from tests.chain_support import create_short_task
-from tests.chaos.chaos_support import ChaosRun, Shape
-from tests.chaos.private_services import PrivatePostgres, PrivateRedis
-from tests.harness import ApiClient
+from harness.chain_support import create_short_task
+from harness.chaos import ChaosRun, Shape
+from harness.private_services import PrivatePostgres, PrivateRedis
+from harness.proofloop import ApiClient
 
 IDLE = Shape(tasks=0, every=2, start_in=2, before=0, after=0, pause=0)
 ME = "{ me { id } }"

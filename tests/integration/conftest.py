@@ -11,10 +11,10 @@ import pytest
 from tortoise import Tortoise
 
 from actors.broker import configure_broker
+from harness.private_services import PrivateRedis
+from harness.proofloop import migrated_database
 from models.config import tortoise_config
 from settings import Settings
-from tests.chaos.private_services import PrivateRedis
-from tests.harness import migrated_database
 
 
 @pytest.fixture(scope="session")

@@ -8,10 +8,10 @@ import asyncpg
 import dramatiq
 
 from actors.broker import configure_broker
+from harness.chain_support import create_short_task, eventually, instances_of, settle_events
+from harness.proofloop import ApiClient, WorkerProcess
 from services.chain.links import FIRE_ACTOR, FIRE_BATCH_ACTOR, batched_link_messages
 from services.kit.messaging import Outgoing, send
-from tests.chain_support import create_short_task, eventually, instances_of, settle_events
-from tests.harness import ApiClient, WorkerProcess
 
 
 async def test_two_second_chain_settles_instances_in_order(

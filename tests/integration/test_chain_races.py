@@ -13,8 +13,8 @@ from typing import Any
 
 import asyncpg
 
-from tests.chain_support import create_short_task, instances_of, settle_events, short_schedule
-from tests.harness import ApiClient, GraphQLFailure, WorkerProcess, row_key
+from harness.chain_support import create_short_task, instances_of, settle_events, short_schedule
+from harness.proofloop import ApiClient, GraphQLFailure, WorkerProcess, row_key
 
 TASKS = 6
 EDITS = 60

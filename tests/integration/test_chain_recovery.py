@@ -12,8 +12,8 @@ from datetime import timedelta
 import asyncpg
 import redis
 
-from tests.chain_support import create_short_task, eventually, instances_of, settle_events
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
+from harness.chain_support import create_short_task, eventually, instances_of, settle_events
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 
 TASKS = 20
 PUMP_INTERVAL = 1  # private_env's PROOFLOOP_PUMP_INTERVAL_SECONDS

@@ -13,10 +13,10 @@ from typing import Any
 import asyncpg
 import pytest
 
+from harness.chain_support import create_short_task, eventually, instances_of, settle_events
+from harness.proofloop import ApiClient, WorkerProcess, row_key
 from services.chain.links import FIRE_ACTOR, batched_link_messages
 from services.kit.messaging import Outgoing, send
-from tests.chain_support import create_short_task, eventually, instances_of, settle_events
-from tests.harness import ApiClient, WorkerProcess, row_key
 
 EVENTS = "query($t: ID) { events(taskId: $t, first: 50) { id type instance { id } } }"
 

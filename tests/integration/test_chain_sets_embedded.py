@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.chain_support import CREATE, eventually, short_schedule
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
+from harness.chain_support import CREATE, eventually, short_schedule
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
 
 TASKS = 6
 

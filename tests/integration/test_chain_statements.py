@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from harness.chain_support import photo_draft
 from models import Event, EventType, InstanceStatus, Task, TaskInstance, User
 from services.chain.chain import ChainTiming, FireOutcome, fire
 from services.tasks.tasks import create_task
-from tests.chain_support import photo_draft
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)  # plan without sending: this test calls fire itself
 

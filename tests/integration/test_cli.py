@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import cli
-from tests.harness import run_cli
+from harness.proofloop import run_cli
 
 SUBCOMMANDS = ("dev", "serve", "worker", "migrate", "demo", "export-schema")
 

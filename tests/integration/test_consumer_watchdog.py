@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 
 from actors.sturdy_redis import SturdyRedisBroker
 from actors.watchdog import ConsumerWatchdog
-from tests.chaos.private_services import PrivateRedis
+from harness.private_services import PrivateRedis
 
 HELD = 5
 QUEUE = "probe"

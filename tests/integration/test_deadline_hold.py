@@ -9,6 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from actors.broker import configure_broker
+from harness.chain_support import eventually
+from harness.proofloop import WorkerProcess
 from models import InstanceStatus, RejectionReason, TaskInstance, User, VerificationMethod, VerificationStatus
 from rules.recurrence import Schedule
 from services.chain.chain import ChainTiming
@@ -16,8 +18,6 @@ from services.kit.db import db_now
 from services.proofs.pipeline import holding_deadline, new_verification, proof_target, record_outcome
 from services.tasks.drafts import TaskDraft
 from services.tasks.tasks import create_task
-from tests.chain_support import eventually
-from tests.harness import WorkerProcess
 
 TIMING = ChainTiming(link_horizon_seconds=300)
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.harness import ROOT, ServerProcess, WorkerProcess, child_env, free_port
+from harness.proofloop import ROOT, ServerProcess, WorkerProcess, child_env, free_port
 
 
 def test_dev_on_a_busy_port_fails_fast_and_starts_nothing(tmp_path: Path) -> None:

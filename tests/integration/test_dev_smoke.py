@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 
-from tests.chain_support import create_short_task, eventually
+from harness.chain_support import create_short_task, eventually
+from harness.proofloop import ApiClient, free_port
 from tests.dev_support import processes_using, start_dev
-from tests.harness import ApiClient, free_port
 
 ME = "query { me { displayName } }"
 

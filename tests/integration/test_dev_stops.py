@@ -21,7 +21,8 @@ from pathlib import Path
 import psutil
 import websockets
 
-from tests.chain_support import create_short_task
+from harness.chain_support import create_short_task
+from harness.proofloop import ApiClient, free_port
 from tests.dev_support import (
     Descendants,
     answers,
@@ -31,7 +32,6 @@ from tests.dev_support import (
     settled_count,
     spawn_dev,
 )
-from tests.harness import ApiClient, free_port
 
 # dev gives its children 15 s before killing them, then stops the embedded Redis (5 s at most): 30 s is
 # that with room for a loaded machine; a hang (the bug this guards against) never ends at all

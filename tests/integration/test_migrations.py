@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.harness import ROOT
+from harness.proofloop import ROOT
 
 # In a process of its own: Tortoise's CLI context re-initialises the models for SQLite, which would leave
 # this test process's ORM (the `orm` fixture, on PostgreSQL) building SQLite statements afterwards.

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from tests.harness import ROOT, child_env, migrated_database
+from harness.proofloop import ROOT, child_env, migrated_database
 
 
 def test_a_pump_behind_links_new_rows_and_leaves_overdue_ones(redis_url: str) -> None:

@@ -16,10 +16,10 @@ from typing import Any
 import asyncpg
 import pytest
 
+from harness.chain_support import create_short_task, eventually, instances_of
+from harness.proofloop import ApiClient, WorkerProcess, row_key
 from services.kit.messaging import Outgoing, send
 from services.reminders.reminders import FIRE_ACTOR, reminder_messages
-from tests.chain_support import create_short_task, eventually, instances_of
-from tests.harness import ApiClient, WorkerProcess, row_key
 
 Link = tuple[str, int, datetime]
 

@@ -19,11 +19,11 @@ import dramatiq
 import pytest
 
 from actors.broker import configure_broker
+from harness.chain_support import CREATE, eventually, short_schedule
+from harness.private_services import PrivateRedis
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
 from services.kit.messaging import send
 from services.reminders.reminders import reminder_messages
-from tests.chain_support import CREATE, eventually, short_schedule
-from tests.chaos.private_services import PrivateRedis
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
 
 
 @dataclass

@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from harness.chain_support import photo_draft
 from models import InstanceStatus, Task, TaskInstance, User
 from services.chain.chain import ChainTiming
 from services.chain.settle_reads import read_due_in_seconds
 from services.tasks.tasks import create_task
-from tests.chain_support import photo_draft
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)
 

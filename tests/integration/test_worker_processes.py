@@ -17,8 +17,8 @@ import asyncpg
 import psutil
 import redis
 
-from tests.chain_support import eventually, instances_of, settle_events, short_schedule
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, free_port
+from harness.chain_support import eventually, instances_of, settle_events, short_schedule
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 
 PROCESSES = 2
 TASKS = 60

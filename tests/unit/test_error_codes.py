@@ -65,7 +65,7 @@ def test_a_dependency_that_does_not_answer_is_service_unavailable() -> None:
 
     import asyncpg
 
-    from tests.harness import free_port
+    from harness.proofloop import free_port
 
     async def refused() -> BaseException:
         try:

@@ -9,8 +9,8 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
+from harness.proofloop import free_port
 from observability.outages import REPORT_SECONDS, CountedAsOutage, Outage, report_failure, unreachable
-from tests.harness import free_port
 
 PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 

@@ -7,6 +7,8 @@ import pillow_heif
 import pytest
 from PIL import Image
 
+from harness import media_factory as mf
+from harness.proofloop import long_form
 from rules.errors import InvalidInput
 from rules.photo import (
     REUSE_THRESHOLD,
@@ -15,8 +17,6 @@ from rules.photo import (
     inspect_photo,
     is_reused,
 )
-from tests import media_factory as mf
-from tests.harness import long_form
 
 BERLIN = "Europe/Berlin"
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from harness import media_factory as mf
 from rules.errors import InvalidInput
 from rules.video import SAMPLE_COUNT, creation_time, inspect_video, is_reused_video
-from tests import media_factory as mf
 
 PRIVATE_TAGS = {"title": "Morning run", "location": "+52.5200+013.4050/", "comment": "secret"}
 

@@ -24,7 +24,7 @@ from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
 
 if TYPE_CHECKING:
-    from tests.mailbox import Mailbox
+    from harness.mailbox import Mailbox
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -305,7 +305,7 @@ class ApiClient:
 
     async def verify_email(self, email: str) -> None:
         """Follow the verification link mailed to `email` (the worker delivers it to the test's mailbox)."""
-        from tests.mailbox import mailed_token
+        from harness.mailbox import mailed_token
 
         assert self.mailbox is not None, "this client has no mailbox to read the link from"
         mail = await self.mailbox.wait_for(email, "Confirm your email")

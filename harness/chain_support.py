@@ -10,10 +10,10 @@ from typing import Any
 
 import asyncpg
 
+from harness.proofloop import ApiClient, row_key
 from models import VerificationMethod
 from rules.recurrence import Schedule
 from services.tasks.drafts import TaskDraft
-from tests.harness import ApiClient, row_key
 
 CREATE = (
     "mutation($input: CreateTaskInput!) { createTask(input: $input) { id currentInstance { id dueAt } } }"

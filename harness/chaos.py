@@ -20,10 +20,10 @@ import asyncpg
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
+from harness.chain_support import short_schedule
+from harness.private_services import PrivatePostgres, PrivateRedis, free_port
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, run_cli
 from services.kit.ids import event_ids
-from tests.chain_support import short_schedule
-from tests.chaos.private_services import PrivatePostgres, PrivateRedis, free_port
-from tests.harness import ApiClient, ServerProcess, WorkerProcess, run_cli
 
 FAULTS = ("none", "redis_restart", "redis_flushall", "pg_restart", "pg_pause", "worker_kill", "api_kill")
 SUBSCRIBE = "subscription($after: ID) { verificationEvents(after: $after) { id } }"
