@@ -9,7 +9,7 @@ GRAPHIQL_ASSETS := web/static/graphiql/vendor/graphiql.min.js
 CONTRACT ?= ../shared/api.graphql
 CHECK_CONTRACT ?= ../shared/tools/check_contract.py
 
-.PHONY: install run test test-loaded lint typecheck schema schema-check docs bench demo clean
+.PHONY: install run test test-fast test-loaded lint typecheck schema schema-check docs bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ schema-check: install
 # --dist loadfile keeps each file's tests, and so its module fixtures (servers, private databases), in one
 test: install $(CLIENT_CHECKS) lint typecheck schema-check
 	$(BIN)/pytest -n 2 --dist loadfile
+
+# while editing: the static checks and the unit tests, which start no API or worker process (about half a
+# minute; only tests/unit/test_outages.py reaches PostgreSQL)
+test-fast: install lint typecheck schema-check
+	$(BIN)/pytest -n 2 tests/unit
 
 # the suite as CI's neighbours run it: one spinning process per core beside it (run before each submission)
 test-loaded: install

@@ -8,8 +8,10 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICE = ("actors", "models", "observability", "realtime", "resolvers", "rules", "schema", "services")
-SERVICE += ("storage", "web", "app.py", "cli.py", "demo.py", "policies.py", "runtime.py", "settings.py")
+SERVICE = (
+    *("actors", "models", "observability", "realtime", "resolvers", "rules", "schema", "services"),
+    *("storage", "web", "app.py", "cli.py", "demo.py", "policies.py", "runtime.py", "settings.py"),
+)
 
 
 def imported_roots(path: Path) -> set[str]:
