@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import strawberry
 
 from models import Task as TaskRow
 from schema.enums import ReviewTimeoutPolicy
+from services.tasks import GPS_PARTS
+from services.tasks import PendingChange as WaitingChange
 
 
 @strawberry.type(description="the schedule fields that will change; null: unchanged")
@@ -51,46 +52,48 @@ class PendingChange:
 
 def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
     """The task's pending change, with the geofence centre shown to its owner only."""
-    pending: dict[str, Any] | None = row.pending_change
-    if not pending or row.pending_effective_at is None:
+    pending = WaitingChange.read(row.pending_change)
+    if pending.is_empty or row.pending_effective_at is None:
         return None
+    partner = pending.partner_review
     return PendingChange(
         effective_at=row.pending_effective_at,
-        pause=bool(pending.get("pause")),
-        delete=bool(pending.get("delete")),
+        pause=pending.pause,
+        delete=pending.delete,
         schedule=_schedule(pending),
         gps=_gps(pending, owner=owner),
-        video_min_duration_seconds=pending.get("video_min_duration_seconds"),
+        video_min_duration_seconds=pending.video_min_duration_seconds,
         partner_review=PendingPartnerRule(
-            review_window_seconds=pending["review_window_seconds"],
-            on_timeout=ReviewTimeoutPolicy(pending["review_on_timeout"]),
+            review_window_seconds=partner.review_window_seconds,
+            on_timeout=ReviewTimeoutPolicy(partner.on_timeout.value),
         )
-        if "review_window_seconds" in pending
+        if partner is not None
         else None,
     )
 
 
-def _schedule(pending: dict[str, Any]) -> PendingSchedule | None:
-    keys = ("starts_at", "window_seconds", "grace_seconds")
-    if not any(key in pending for key in keys):
+def _schedule(pending: WaitingChange) -> PendingSchedule | None:
+    if not pending.touches_schedule:
         return None
+    shape = pending.shape
     return PendingSchedule(
-        starts_at=datetime.fromisoformat(pending["starts_at"]) if "starts_at" in pending else None,
-        rrule_changed="rrule" in pending,
-        rrule=pending.get("rrule"),
-        timezone=pending.get("timezone"),
-        window_seconds=pending.get("window_seconds"),
-        grace_seconds=pending.get("grace_seconds"),
+        starts_at=shape.starts_at if shape else None,
+        rrule_changed=shape is not None,
+        rrule=shape.rrule if shape else None,
+        timezone=shape.timezone if shape else None,
+        window_seconds=pending.window_seconds,
+        grace_seconds=pending.grace_seconds,
     )
 
 
-def _gps(pending: dict[str, Any], *, owner: bool) -> PendingGpsRule | None:
-    if not any(key.startswith("gps_") for key in pending):
+def _gps(pending: WaitingChange, *, owner: bool) -> PendingGpsRule | None:
+    if not pending.parts() & GPS_PARTS:
         return None
+    center = pending.gps_center
     return PendingGpsRule(
-        center_changed="gps_latitude" in pending,
-        latitude=pending.get("gps_latitude") if owner else None,
-        longitude=pending.get("gps_longitude") if owner else None,
-        radius_meters=pending.get("gps_radius_meters"),
-        max_accuracy_meters=pending.get("gps_max_accuracy_meters"),
+        center_changed=center is not None,
+        latitude=center[0] if center and owner else None,
+        longitude=center[1] if center and owner else None,
+        radius_meters=pending.gps_radius_meters,
+        max_accuracy_meters=pending.gps_max_accuracy_meters,
     )

@@ -12,6 +12,7 @@ from services.tasks.drafts import (
     TaskPatch,
     check_schedule_text,
 )
+from services.tasks.pending_change import GPS_PARTS, Part, PendingChange, WaitingShape
 from services.tasks.pending_changes import lock_with_due_change
 from services.tasks.pending_timer import (
     APPLY_ACTOR,
@@ -34,16 +35,20 @@ from services.tasks.reads import (
 __all__ = [
     "APPLY_ACTOR",
     "DEFAULT_REVIEW_WINDOW_SECONDS",
+    "GPS_PARTS",
     "INSTANCE_ORDER",
     "TASK_ORDER",
     "VERIFICATION_ORDER",
     "GpsRuleDraft",
     "InstanceCount",
     "InstancePage",
+    "Part",
     "PartnerRuleDraft",
+    "PendingChange",
     "SchedulePatch",
     "TaskDraft",
     "TaskPatch",
+    "WaitingShape",
     "apply_changes_before_links",
     "apply_changes_of",
     "apply_due_change_before_proof",

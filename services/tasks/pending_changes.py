@@ -1,14 +1,15 @@
 """Easier task edits waiting out the owner's commitment horizon, and applying them when it has passed.
 
-A task's pending change (tasks.pending_change) maps the columns it will set to their values, plus the
-flags `pause` and `delete`; tasks.pending_effective_at says when. rules/horizon.py decides which
-parts of an edit wait. A mixed edit is split: its harder (and neutral) parts apply at once, its easier
-parts wait. The latest edit of a field wins: editing a field again drops its pending value, and if the
-new value is easier it waits in its place. A pending change that gains or changes anything waits a full
-horizon again from that edit (the whole change, merged). At effective_at the chain applies it through
-the normal edit path (services/tasks/edits.py): first whoever locks the task to decide about it (a proof,
-a review, an appeal, an edit: `lock_with_due_change`; a fire reports the change due and its actor applies
-it), else its message (services/tasks/pending_timer.py).
+A task's pending change (tasks.pending_change, read and written as a `PendingChange`,
+services/tasks/pending_change.py) holds the values it will set and the flags `pause` and `delete`;
+tasks.pending_effective_at says when. rules/horizon.py decides which parts of an edit wait. A mixed edit
+is split: its harder (and neutral) parts apply at once, its easier parts wait. The latest edit of a field
+wins: editing a field again drops its pending value, and if the new value is easier it waits in its
+place. A pending change that gains or changes anything waits a full horizon again from that edit (the
+whole change, merged). At effective_at the chain applies it through the normal edit path
+(services/tasks/edits.py): first whoever locks the task to decide about it (a proof, a review, an appeal,
+an edit: `lock_with_due_change`; a fire reports the change due and its actor applies it), else its
+message (services/tasks/pending_timer.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from models import ReviewTimeoutPolicy, Task, TaskState
 from rules.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields
@@ -24,16 +24,15 @@ from rules.recurrence import Schedule
 from services.chain import ChainTiming, lock_task
 from services.kit import db_now
 from services.schedules import DueTimes
-from services.tasks.drafts import GpsRuleDraft, PartnerRuleDraft, SchedulePatch, TaskPatch
+from services.tasks.drafts import GpsRuleDraft, SchedulePatch, TaskPatch
 from services.tasks.edits import apply_fields, delete_locked, pause_locked, replan
+from services.tasks.pending_change import GPS_PARTS, Part, PendingChange, WaitingShape
 
 log = logging.getLogger("proofloop.pending_changes")
 
-PendingColumns = dict[str, Any]
 
-SHAPE_KEYS = ("starts_at", "rrule", "timezone", "count_ends_at")
-SCHEDULE_KEYS = (*SHAPE_KEYS, "window_seconds", "grace_seconds")
-PAUSE, DELETE = "pause", "delete"
+def pending_of(task: Task) -> PendingChange:
+    return PendingChange.read(task.pending_change)
 
 
 def split_schedule(
@@ -64,19 +63,20 @@ def split_schedule(
     return (None if now == empty else now), (None if later == empty else later)
 
 
-def pending_schedule_patch(pending: PendingColumns) -> SchedulePatch:
+def pending_schedule_patch(pending: PendingChange) -> SchedulePatch:
     """The schedule fields a pending change will set, as a patch over the task's."""
+    shape = pending.shape
     return SchedulePatch(
-        starts_at=_instant(pending.get("starts_at")),
-        rrule=pending.get("rrule"),
-        rrule_set="rrule" in pending,
-        timezone=pending.get("timezone"),
-        window_seconds=pending.get("window_seconds"),
-        grace_seconds=pending.get("grace_seconds"),
+        starts_at=shape.starts_at if shape else None,
+        rrule=shape.rrule if shape else None,
+        rrule_set=shape is not None,
+        timezone=shape.timezone if shape else None,
+        window_seconds=pending.window_seconds,
+        grace_seconds=pending.grace_seconds,
     )
 
 
-def merged_schedule_patch(pending: PendingColumns, patch: SchedulePatch | None) -> SchedulePatch:
+def merged_schedule_patch(pending: PendingChange, patch: SchedulePatch | None) -> SchedulePatch:
     """The pending schedule fields with the patch's given fields over them: where the task ends up."""
     base = pending_schedule_patch(pending)
     if patch is None:
@@ -92,37 +92,28 @@ def merged_schedule_patch(pending: PendingColumns, patch: SchedulePatch | None) 
     )
 
 
-def schedule_touched_keys(patch: SchedulePatch | None) -> set[str]:
-    """The pending keys an edit of the schedule supersedes (the shape counts as one field)."""
+def schedule_parts(patch: SchedulePatch | None) -> frozenset[Part]:
+    """The waiting parts an edit of the schedule supersedes (the shape counts as one)."""
     if patch is None:
-        return set()
-    keys: set[str] = set()
+        return frozenset()
+    parts: set[Part] = set()
     if patch.starts_at is not None or patch.rrule_set or patch.timezone is not None:
-        keys.update(SHAPE_KEYS)
+        parts.add(Part.SHAPE)
     if patch.window_seconds is not None:
-        keys.add("window_seconds")
+        parts.add(Part.WINDOW)
     if patch.grace_seconds is not None:
-        keys.add("grace_seconds")
-    return keys
+        parts.add(Part.GRACE)
+    return frozenset(parts)
 
 
-def schedule_columns(later: SchedulePatch | None, eventual: Schedule | None) -> PendingColumns:
-    """The pending columns of a waiting schedule part; the shape's values come checked from `eventual`."""
+def waiting_schedule(later: SchedulePatch | None, eventual: Schedule | None) -> PendingChange:
+    """The waiting schedule part of an edit; the shape's values come checked from `eventual`."""
     if later is None or eventual is None:
-        return {}
-    columns: PendingColumns = {}
+        return PendingChange()
+    shape = None
     if later.starts_at is not None or later.rrule_set or later.timezone is not None:
-        columns.update(
-            starts_at=eventual.starts_at.isoformat(),
-            rrule=eventual.rrule,
-            timezone=eventual.timezone,
-            count_ends_at=eventual.count_ends_at.isoformat() if eventual.count_ends_at else None,
-        )
-    if later.window_seconds is not None:
-        columns["window_seconds"] = later.window_seconds
-    if later.grace_seconds is not None:
-        columns["grace_seconds"] = later.grace_seconds
-    return columns
+        shape = WaitingShape(eventual.starts_at, eventual.rrule, eventual.timezone, eventual.count_ends_at)
+    return PendingChange(shape=shape, window_seconds=later.window_seconds, grace_seconds=later.grace_seconds)
 
 
 def _rule_values(task: Task) -> dict[RuleField, Value]:
@@ -157,94 +148,84 @@ def _proposed_values(patch: TaskPatch) -> dict[RuleField, Value]:
     return values
 
 
-def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingColumns, set[str]]:
-    """The rule part of an edit (gps, video, partner review): (applied at once, waiting columns, the
-    pending keys it supersedes). A rule the task does not have passes through to be refused."""
+def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange, frozenset[Part]]:
+    """The rule part of an edit (gps, video, partner review): (applied at once, what waits, the waiting
+    parts it supersedes). A rule the task does not have passes through to be refused."""
     waiting = waiting_fields(_rule_values(task), _proposed_values(patch))
-    later: PendingColumns = {}
-    touched: set[str] = set()
+    later = PendingChange()
+    touched: set[Part] = set()
     gps = patch.gps
     if gps is not None:
-        touched.update(("gps_latitude", "gps_longitude", "gps_radius_meters", "gps_max_accuracy_meters"))
+        touched.update(GPS_PARTS)
         lat, lon = gps.latitude, gps.longitude
         if RuleField.GPS_CENTER in waiting:
-            later.update(gps_latitude=lat, gps_longitude=lon)
+            later = replace(later, gps_center=(lat, lon))
             lat, lon = task.gps_latitude or 0.0, task.gps_longitude or 0.0
         radius, accuracy = gps.radius_meters, gps.max_accuracy_meters
         if RuleField.GPS_RADIUS in waiting:
-            later["gps_radius_meters"], radius = radius, task.gps_radius_meters or radius
+            later = replace(later, gps_radius_meters=radius)
+            radius = task.gps_radius_meters or radius
         if RuleField.GPS_ACCURACY in waiting:
-            later["gps_max_accuracy_meters"], accuracy = accuracy, task.gps_max_accuracy_meters or accuracy
+            later = replace(later, gps_max_accuracy_meters=accuracy)
+            accuracy = task.gps_max_accuracy_meters or accuracy
         gps = GpsRuleDraft(lat, lon, radius, accuracy)
     video = patch.video_min_duration_seconds
     if video is not None:
-        touched.add("video_min_duration_seconds")
+        touched.add(Part.VIDEO_MIN_DURATION)
         if RuleField.VIDEO_MIN_DURATION in waiting:
-            later["video_min_duration_seconds"], video = video, None
+            later, video = replace(later, video_min_duration_seconds=video), None
     partner = patch.partner
     if partner is not None:
-        touched.update(("review_window_seconds", "review_on_timeout"))
+        touched.add(Part.PARTNER_REVIEW)
         if RuleField.PARTNER_REVIEW in waiting:
-            later.update(
-                review_window_seconds=partner.review_window_seconds,
-                review_on_timeout=partner.on_timeout.value,
-            )
-            partner = None
+            later, partner = replace(later, partner_review=partner), None
     now = replace(patch, gps=gps, video_min_duration_seconds=video, partner=partner)
-    return now, later, touched
+    return now, later, frozenset(touched)
 
 
 async def hold_change(
-    task: Task, later: PendingColumns, touched: set[str], *, now: datetime, horizon: timedelta
+    task: Task, later: PendingChange, touched: frozenset[Part], *, now: datetime, horizon: timedelta
 ) -> None:
-    """Merge an edit into the task's pending change: drop what it superseded, add what waits."""
-    pending = dict(task.pending_change or {})
-    for key in touched:
-        pending.pop(key, None)
-    grows = any(key not in pending or pending[key] != value for key, value in later.items())
-    pending.update(later)
-    if not pending:
-        task.pending_change, task.pending_effective_at = None, None
-    else:
-        task.pending_change = pending
-        if grows or task.pending_effective_at is None:
-            task.pending_effective_at = now + horizon
+    """Merge an edit into the task's pending change: drop what it superseded, add what waits. A change
+    that gains or changes anything waits a full horizon again from this edit."""
+    kept = pending_of(task).without(touched)
+    merged = kept.joined(later)
+    task.pending_change = merged.columns()
+    if merged.is_empty:
+        task.pending_effective_at = None
+    elif kept.gains(later) or task.pending_effective_at is None:
+        task.pending_effective_at = now + horizon
     await task.save(update_fields=["pending_change", "pending_effective_at", "updated_at"])
 
 
-def eventual_schedule(task: Task, pending: PendingColumns) -> Schedule:
+def eventual_schedule(task: Task, pending: PendingChange) -> Schedule:
     """The task's schedule once its pending change applies (the shape's COUNT end was found when held)."""
-    shaped = "starts_at" in pending
+    shape = pending.shape
     return Schedule(
-        starts_at=_instant(pending["starts_at"]) or task.starts_at if shaped else task.starts_at,
-        rrule=pending["rrule"] if shaped else task.rrule,
-        timezone=pending["timezone"] if shaped else task.timezone,
-        window_seconds=pending.get("window_seconds", task.window_seconds),
-        grace_seconds=pending.get("grace_seconds", task.grace_seconds),
-        count_ends_at=_instant(pending.get("count_ends_at")) if shaped else task.count_ends_at,
+        starts_at=shape.starts_at if shape else task.starts_at,
+        rrule=shape.rrule if shape else task.rrule,
+        timezone=shape.timezone if shape else task.timezone,
+        window_seconds=task.window_seconds if pending.window_seconds is None else pending.window_seconds,
+        grace_seconds=task.grace_seconds if pending.grace_seconds is None else pending.grace_seconds,
+        count_ends_at=shape.count_ends_at if shape else task.count_ends_at,
     )
 
 
-def _instant(value: Any) -> datetime | None:
-    return datetime.fromisoformat(value) if isinstance(value, str) else None
-
-
-def _rule_patch(task: Task, pending: PendingColumns) -> TaskPatch:
+def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
     gps = None
-    if any(key.startswith("gps_") for key in pending):
+    if pending.parts() & GPS_PARTS:
+        lat, lon = pending.gps_center or (task.gps_latitude or 0.0, task.gps_longitude or 0.0)
+        radius, accuracy = pending.gps_radius_meters, pending.gps_max_accuracy_meters
         gps = GpsRuleDraft(
-            float(pending.get("gps_latitude", task.gps_latitude or 0.0)),
-            float(pending.get("gps_longitude", task.gps_longitude or 0.0)),
-            float(pending.get("gps_radius_meters", task.gps_radius_meters or 0.0)),
-            float(pending.get("gps_max_accuracy_meters", task.gps_max_accuracy_meters or 0.0)),
-        )
-    partner = None
-    if "review_window_seconds" in pending:
-        partner = PartnerRuleDraft(
-            pending["review_window_seconds"], ReviewTimeoutPolicy(pending["review_on_timeout"])
+            float(lat),
+            float(lon),
+            float(task.gps_radius_meters or 0.0 if radius is None else radius),
+            float(task.gps_max_accuracy_meters or 0.0 if accuracy is None else accuracy),
         )
     return TaskPatch(
-        gps=gps, video_min_duration_seconds=pending.get("video_min_duration_seconds"), partner=partner
+        gps=gps,
+        video_min_duration_seconds=pending.video_min_duration_seconds,
+        partner=pending.partner_review,
     )
 
 
@@ -252,20 +233,20 @@ async def apply_pending_change(
     task: Task, now: datetime, timing: ChainTiming, due: DueTimes | None = None
 ) -> None:
     """Apply the locked task's pending change through the normal edit path, and clear it."""
-    pending = dict(task.pending_change or {})
+    pending = pending_of(task)
     task.pending_change, task.pending_effective_at = None, None
-    if pending.get(DELETE):
+    if pending.delete:
         await delete_locked(task, now)
         return
     apply_fields(task, None, None, _rule_patch(task, pending))
-    if any(key in pending for key in SCHEDULE_KEYS):
+    if pending.touches_schedule:
         # a schedule change cancels and re-plans; a rule change applies in place to the open instance
         await replan(task, eventual_schedule(task, pending), timing, due)
     else:
         await task.save()
-    if pending.get(PAUSE) and task.state is TaskState.ACTIVE:
+    if pending.pause and task.state is TaskState.ACTIVE:
         await pause_locked(task, now)
-    log.info("pending change applied", extra={"task_id": str(task.id), "changed": sorted(pending)})
+    log.info("pending change applied", extra={"task_id": str(task.id), "changed": sorted(pending.parts())})
 
 
 def is_due(task: Task, now: datetime) -> bool:

@@ -21,11 +21,11 @@ from services.kit import Outgoing, as_utc, connection, db_now, decode_id, is_sql
 from services.schedules import prefetch_due_times
 from services.tasks.edits import before
 from services.tasks.pending_changes import (
-    SCHEDULE_KEYS,
     apply_pending_change,
     eventual_schedule,
     is_due,
     lock_with_due_change,
+    pending_of,
 )
 
 log = logging.getLogger("proofloop.pending_changes")
@@ -121,9 +121,10 @@ async def apply_change_of(task_id: str, timing: ChainTiming) -> int:
     if current is None or not current.pending_change:
         return 0
     due = None
-    if any(key in current.pending_change for key in SCHEDULE_KEYS):
+    pending = pending_of(current)
+    if pending.touches_schedule:
         # expanded before the row lock, as every planning step does
-        schedule = eventual_schedule(current, current.pending_change)
+        schedule = eventual_schedule(current, pending)
         due = await prefetch_due_times(schedule, before(schedule.starts_at), timing.recurrence)
     async with write_transaction():
         task = await Task.filter(id=task_id).select_for_update().get()

@@ -6,7 +6,6 @@ import asyncio
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from models import InstanceStatus, Task, TaskInstance, TaskState, User
 from rules.horizon_span import occurrences_easier
@@ -29,7 +28,8 @@ from services.schedules import (
 )
 from services.tasks.drafts import SchedulePatch
 from services.tasks.edits import before, whole_seconds
-from services.tasks.pending_changes import SCHEDULE_KEYS, merged_schedule_patch, split_schedule
+from services.tasks.pending_change import PendingChange
+from services.tasks.pending_changes import merged_schedule_patch, split_schedule
 
 log = logging.getLogger("proofloop.schedule_edits")
 
@@ -41,7 +41,7 @@ class SchedulePlan:
     horizon: timedelta = timedelta(0)
     waits: bool = False  # easier parts wait: a horizon is set and the task is ACTIVE
     basis: Schedule | None = None  # the task's schedule it was judged against (no COUNT end)
-    basis_pending: dict[str, Any] = field(default_factory=dict)
+    basis_pending: PendingChange = field(default_factory=PendingChange)
     now: Schedule | None = None  # applied at once, checked
     due: DueTimes | None = None
     later: SchedulePatch | None = None  # the part that waits
@@ -53,7 +53,7 @@ class SchedulePlan:
             return False
         if not has_schedule:
             return True
-        return self.basis == _basis(task) and self.basis_pending == (task.pending_change or {})
+        return self.basis == _basis(task) and self.basis_pending == PendingChange.read(task.pending_change)
 
 
 def _waits(horizon: timedelta, task: Task) -> bool:
@@ -99,7 +99,7 @@ async def plan_schedule_edit(
             schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence
         )
 
-    pending = dict(current.pending_change or {})
+    pending = PendingChange.read(current.pending_change)
     now_part: SchedulePatch | None = patch
     later: SchedulePatch | None = None
     if waits and await _instance_owed_now(current, now):
@@ -114,7 +114,7 @@ async def plan_schedule_edit(
     if now_part is not None:
         now_schedule = await checked(patched_schedule(current, now_part))
         due = await prefetch_due_times(now_schedule, before(now_schedule.starts_at), timing.recurrence)
-    if later is not None or any(key in pending for key in SCHEDULE_KEYS):
+    if later is not None or pending.touches_schedule:
         # where the task ends up must be a valid schedule too: checked now, applied later as is
         eventual = await checked(patched_schedule(current, merged_schedule_patch(pending, patch)))
     return SchedulePlan(horizon, waits, _basis(current), pending, now_schedule, due, later, eventual)

@@ -63,14 +63,14 @@ from services.tasks.drafts import (
     check_title,
 )
 from services.tasks.edits import apply_fields, before, delete_locked, pause_locked, replan, whole_seconds
+from services.tasks.pending_change import Part, PendingChange
 from services.tasks.pending_changes import (
-    DELETE,
-    PAUSE,
     apply_if_due,
     hold_change,
-    schedule_columns,
-    schedule_touched_keys,
+    pending_of,
+    schedule_parts,
     split_rules,
+    waiting_schedule,
 )
 from services.tasks.schedule_edits import DAY, plan_schedule_edit
 
@@ -293,11 +293,13 @@ async def update_task(
             task = await _owned_task_locked(owner, task_id, timing)
             if not plan.fits(task, has_schedule=patch.schedule is not None):
                 continue  # edited meanwhile: check the schedule it has now
-            now_patch, later, touched = split_rules(task, patch) if plan.waits else (patch, {}, set())
-            later |= schedule_columns(plan.later, plan.eventual)
-            touched |= schedule_touched_keys(patch.schedule)
+            now_patch, later, touched = (
+                split_rules(task, patch) if plan.waits else (patch, PendingChange(), frozenset[Part]())
+            )
+            later = later.joined(waiting_schedule(plan.later, plan.eventual))
+            touched |= schedule_parts(patch.schedule)
             await _apply_update(task, title, description, now_patch, plan.now, plan.due, timing)
-            if later or task.pending_change:
+            if not later.is_empty or task.pending_change:
                 await hold_change(task, later, touched, now=await db_now(), horizon=plan.horizon)
             return task
     raise Conflict("the task's schedule kept changing during this update; try again")
@@ -356,7 +358,7 @@ async def pause_task(owner: User, task_id: str, *, timing: ChainTiming, horizon_
         now = await db_now()
         horizon = horizon_of(owner, now, horizon_day)
         if horizon > timedelta(0) and lifecycle_waits(Lifecycle.PAUSE, active=True):
-            await hold_change(task, {PAUSE: True}, set(), now=now, horizon=horizon)
+            await hold_change(task, PendingChange(pause=True), frozenset(), now=now, horizon=horizon)
         else:
             await pause_locked(task, now)
     return task
@@ -370,8 +372,10 @@ async def resume_task(owner: User, task_id: str, *, timing: ChainTiming) -> Task
     async with write_transaction():
         task = await _owned_task_locked(owner, task_id, timing)
         if task.state is TaskState.ACTIVE:
-            if (task.pending_change or {}).get(PAUSE):  # resuming is harder: a waiting pause is dropped
-                await hold_change(task, {}, {PAUSE}, now=await db_now(), horizon=timedelta(0))
+            if pending_of(task).pause:  # resuming is harder: a waiting pause is dropped
+                await hold_change(
+                    task, PendingChange(), frozenset({Part.PAUSE}), now=await db_now(), horizon=timedelta(0)
+                )
             return task
         if task.state is not TaskState.PAUSED:
             raise Conflict(f"a task in state {task.state.value} cannot be resumed")
@@ -398,7 +402,7 @@ async def delete_task(
         if horizon > timedelta(0) and lifecycle_waits(
             Lifecycle.DELETE, active=task.state is TaskState.ACTIVE
         ):
-            await hold_change(task, {DELETE: True}, set(), now=now, horizon=horizon)
+            await hold_change(task, PendingChange(delete=True), frozenset(), now=now, horizon=horizon)
             return task
         await delete_locked(task, now)
     return None
