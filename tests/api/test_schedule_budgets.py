@@ -93,7 +93,8 @@ def slow_budget_server(service_env: dict[str, str]) -> Iterator[ServerProcess]:
     """An API whose recurrence budget lets one hostile rule run for seconds: long enough to watch."""
     env = {
         **service_env,
-        "PROOFLOOP_RECURRENCE_MAX_STEPS": "3000000",  # seconds of work, a fifth of the hostile rule's full search
+        # seconds of work, three quarters of the hostile rule's whole search (about 12M steps)
+        "PROOFLOOP_RECURRENCE_MAX_STEPS": "9000000",
         "PROOFLOOP_RECURRENCE_MAX_SECONDS": "600",  # the backstop: the steps decide, on any machine
     }
     with ServerProcess(env, port=free_port()) as proc:
