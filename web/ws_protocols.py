@@ -148,6 +148,14 @@ def _release_when_done(task: asyncio.Task[Any] | None, release: Release) -> None
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     quota_refusal_logged = False
 
+    async def handle_task_exception(self, error: Exception) -> None:
+        # a client that leaves while its operation sends (a closed tab, a dropped network) is routine:
+        # the operation ends with the socket, and an ERROR with three chained tracebacks would bury real ones
+        if isinstance(error, WebSocketDisconnected):
+            log.debug("client left while an operation was sending")
+            return
+        await super().handle_task_exception(error)
+
     async def handle_invalid_message(self, error_message: str) -> None:
         log.info("client error: malformed websocket frame (%s)", error_message)
         await super().handle_invalid_message(error_message)
