@@ -150,7 +150,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     async def handle_task_exception(self, error: Exception) -> None:
         # a client that leaves while its operation sends (a closed tab, a dropped network) is routine:
-        # the operation ends with the socket, and an ERROR with three chained tracebacks would bury real ones
+        # the operation ends with the socket, and an ERROR with four chained tracebacks would bury real ones
         if isinstance(error, WebSocketDisconnected):
             log.debug("client left while an operation was sending")
             return
