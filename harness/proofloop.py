@@ -281,10 +281,13 @@ class ApiClient:
         token: str | None = None,
         upload_files: bool = False,
         headers: dict[str, str] | None = None,
+        timeout: float = 10,
     ) -> dict[str, Any]:
+        """The document's data; GraphQLFailure with its errors. `timeout`: seconds to wait for the answer."""
         headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
         transport = AIOHTTPTransport(url=f"{self.url}/graphql", headers=headers)
-        async with Client(transport=transport, fetch_schema_from_transport=False) as session:
+        client = Client(transport=transport, fetch_schema_from_transport=False, execute_timeout=timeout)
+        async with client as session:
             request = GraphQLRequest(document, variable_values=variables)
             try:
                 result: dict[str, Any] = await session.execute(request, upload_files=upload_files)
