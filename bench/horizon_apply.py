@@ -2,8 +2,9 @@
 
 Proofloop: tasks with an open instance an hour away each get a pending pause (as an easier edit inside the
 horizon leaves it); lateness = the instance's settled_at (the pause cancels it) - pending_effective_at.
-Idle: 200 changes due one every 100 ms, each 3 s after it is held (so the pump links it first). Burst:
-2,000 changes due at the same instant. Raw Dramatiq: 200 no-op messages delayed 3 s, one every 100 ms, on
+Idle: 200 changes due one every 100 ms, each 3 s after it is held (so the pump links it first). Bursts:
+2,000 pauses due at the same instant, then 2,000 schedule changes (each cancels the open instance and plans
+the first occurrence of a new daily rule). Raw Dramatiq: 200 no-op messages delayed 3 s, one every 100 ms, on
 the same Redis with the same worker settings.
 
 Run: .venv/bin/python -m bench.horizon_apply
@@ -12,6 +13,7 @@ Run: .venv/bin/python -m bench.horizon_apply
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from datetime import datetime, timedelta
@@ -41,8 +43,9 @@ EVERY_S = 0.1
 DUE_IN_S = 3.0
 BURST = 2000
 
+PAUSE = '{"pause": true}'
 _HOLD_SQL = """
-UPDATE tasks SET pending_change = '{"pause": true}'::jsonb, pending_effective_at = $2
+UPDATE tasks SET pending_change = $4::jsonb, pending_effective_at = $2
 WHERE id = ANY(
     SELECT id FROM tasks WHERE title LIKE $1 || '-%' AND state = 'ACTIVE' AND pending_change IS NULL LIMIT $3
 )
@@ -53,8 +56,10 @@ SELECT task_id, settled_at FROM task_instances WHERE task_id = ANY($1::uuid[]) A
 """
 
 
-async def _hold(db: asyncpg.Connection, batch: str, effective_at: datetime, count: int) -> list[str]:
-    rows = await db.fetch(_HOLD_SQL, batch, effective_at, count)
+async def _hold(
+    db: asyncpg.Connection, batch: str, effective_at: datetime, count: int, change: str = PAUSE
+) -> list[str]:
+    rows = await db.fetch(_HOLD_SQL, batch, effective_at, count, change)
     return [str(r["id"]) for r in rows]
 
 
@@ -80,12 +85,18 @@ async def proofloop_idle(env: BenchEnv, db: asyncpg.Connection, owner: str) -> L
     return await _lateness(db, held, time.monotonic() + DUE_IN_S + 20)
 
 
-async def proofloop_burst(env: BenchEnv, db: asyncpg.Connection, owner: str) -> tuple[Lateness, float]:
-    await bulk_pending(db, owner, "burst", BURST, await db_now(db) + timedelta(hours=1))
+async def proofloop_burst(db: asyncpg.Connection, owner: str, batch: str, change: str) -> Lateness:
+    await bulk_pending(db, owner, batch, BURST, await db_now(db) + timedelta(hours=1))
     effective_at = await db_now(db) + timedelta(seconds=DUE_IN_S)
-    held = dict.fromkeys(await _hold(db, "burst", effective_at, BURST), effective_at)
-    lateness = await _lateness(db, held, time.monotonic() + DUE_IN_S + 60)
-    return lateness, lateness.max
+    held = dict.fromkeys(await _hold(db, batch, effective_at, BURST, change), effective_at)
+    return await _lateness(db, held, time.monotonic() + DUE_IN_S + 60)
+
+
+def _new_schedule(starts_at: datetime) -> str:
+    """A waiting schedule change (tasks.pending_change's keys): daily from `starts_at`, in UTC."""
+    return json.dumps(
+        {"starts_at": starts_at.isoformat(), "rrule": "FREQ=DAILY", "timezone": "UTC", "count_ends_at": None}
+    )
 
 
 async def raw_idle(env: BenchEnv) -> Lateness:
@@ -113,7 +124,10 @@ async def scenario(env: BenchEnv) -> None:
         )
         idle = await proofloop_idle(env, db, owner)
         say(f"Proofloop: {BURST} pending pauses due at one instant")
-        burst, _ = await proofloop_burst(env, db, owner)
+        burst = await proofloop_burst(db, owner, "burst", PAUSE)
+        say(f"Proofloop: {BURST} pending schedule changes due at one instant")
+        tomorrow = (await db_now(db) + timedelta(days=1)).replace(microsecond=0)
+        replans = await proofloop_burst(db, owner, "replan", _new_schedule(tomorrow))
     finally:
         await db.close()
         worker.stop()
@@ -133,8 +147,15 @@ async def scenario(env: BenchEnv) -> None:
                 None,
             ),
             Row(
-                f"burst, {burst.n}/{BURST} at one instant: p50 / p99 / last",
+                f"pauses, {burst.n}/{BURST} at one instant: p50 / p99 / last",
                 f"{burst.p50:.0f} / {burst.p99:.0f} / {burst.max:.0f} ms",
+                "-",
+                "-",
+                None,
+            ),
+            Row(
+                f"re-plans, {replans.n}/{BURST} at one instant: p50 / p99 / last",
+                f"{replans.p50:.0f} / {replans.p99:.0f} / {replans.max:.0f} ms",
                 "-",
                 "-",
                 None,

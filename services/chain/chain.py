@@ -38,7 +38,7 @@ from services.chain.sql import read_instance_locking_task
 from services.feed import record_event
 from services.kit import write_transaction
 from services.partners import vouching
-from services.reminders import plan_reminders
+from services.reminders import occurrence_of, offsets_of, plan_reminders_of
 from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
 
 log = logging.getLogger("proofloop.chain")
@@ -112,6 +112,16 @@ async def plan_after_pending(
         await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
 
 
+@dataclass(frozen=True)
+class NextPlan:
+    """One task whose next instance is planned: the first occurrence due after max(after, now), from
+    `due` (prefetch_due_times, computed before the transaction) when it can answer."""
+
+    task: Task
+    after: datetime
+    due: DueTimes | None = None
+
+
 async def plan_next_instance(
     task: Task, *, after: datetime, now: datetime, timing: ChainTiming, due: DueTimes | None = None
 ) -> TaskInstance | None:
@@ -121,17 +131,39 @@ async def plan_next_instance(
     before the transaction) keeps the expansion outside the lock. Occurrences that fell inside an
     outage or a pause are skipped, not mass-MISSED.
     """
-    due_at = await next_due_after(task, max(after, now), timing.recurrence, due)
-    if due_at is None:
-        task.state = TaskState.ENDED
-        await task.save(update_fields=["state", "updated_at"])
-        return None
-    instance = next_instance_row(task, due_at, now=now, timing=timing)
-    await task.save(update_fields=["last_seq", "updated_at"])
-    await instance.save()
-    await plan_reminders(instance, task, now=now, link_horizon_seconds=timing.link_horizon_seconds)
-    send_links_after_commit(links_of([instance]))
-    return instance
+    planned = await plan_next_instances([NextPlan(task, after, due)], now=now, timing=timing)
+    return planned[0] if planned else None
+
+
+async def plan_next_instances(
+    plans: list[NextPlan], *, now: datetime, timing: ChainTiming
+) -> list[TaskInstance]:
+    """plan_next_instance for a set of locked tasks, in a fixed number of statements: one update of the
+    tasks that END, one insert of the new instances, one update of the tasks' counters, one insert of
+    their reminders; the links leave after commit."""
+    ended: list[Task] = []
+    planned: list[tuple[Task, TaskInstance]] = []
+    for plan in plans:
+        due_at = await next_due_after(plan.task, max(plan.after, now), timing.recurrence, plan.due)
+        if due_at is None:
+            plan.task.state = TaskState.ENDED
+            ended.append(plan.task)
+        else:
+            planned.append((plan.task, next_instance_row(plan.task, due_at, now=now, timing=timing)))
+    if ended:
+        await Task.bulk_update(ended, fields=["state", "updated_at"])
+    if not planned:
+        return []
+    instances = [instance for _, instance in planned]
+    await Task.bulk_update([task for task, _ in planned], fields=["last_seq", "updated_at"])
+    await TaskInstance.bulk_create(instances)
+    await plan_reminders_of(
+        [(occurrence_of(instance), offsets_of(task)) for task, instance in planned],
+        now=now,
+        link_horizon_seconds=timing.link_horizon_seconds,
+    )
+    send_links_after_commit(links_of(instances))
+    return instances
 
 
 def next_instance_row(task: Task, due_at: datetime, *, now: datetime, timing: ChainTiming) -> TaskInstance:
@@ -187,7 +219,16 @@ async def cancel_open_instance(
     task: Task, now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
 ) -> int:
     """Cancel the task's PENDING instance (by default a requested review runs on beside the schedule)."""
-    rows = TaskInstance.filter(task_id=task.id, status__in=statuses)
+    return await cancel_open_instances([task], now, statuses)
+
+
+async def cancel_open_instances(
+    tasks: list[Task], now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
+) -> int:
+    """cancel_open_instance for a set of tasks, in one statement."""
+    if not tasks:
+        return 0
+    rows = TaskInstance.filter(task_id__in=[task.id for task in tasks], status__in=statuses)
     return await rows.update(**settlement(InstanceStatus.CANCELED, now))
 
 

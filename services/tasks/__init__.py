@@ -14,7 +14,7 @@ from services.tasks.drafts import (
 )
 from services.tasks.pending_change import GPS_PARTS, Part, PendingChange, WaitingShape
 from services.tasks.pending_changes import lock_with_due_change
-from services.tasks.pending_timer import (
+from services.tasks.pending_delivery import (
     APPLY_ACTOR,
     apply_changes_before_links,
     apply_changes_of,

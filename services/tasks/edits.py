@@ -3,12 +3,15 @@ came due) goes through these, inside the caller's transaction with the task row 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+
+from tortoise.expressions import F
+from tortoise.queryset import QuerySet
 
 from models import Task, TaskState
 from rules.recurrence import Schedule
-from services.chain import OPEN_STATUSES, ChainTiming, cancel_open_instance, plan_next_instance
+from services.chain import OPEN_STATUSES, ChainTiming, NextPlan, cancel_open_instances, plan_next_instances
 from services.kit import db_now
 from services.reminders import stored
 from services.schedules import DueTimes, next_due_after
@@ -43,35 +46,95 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
         task.reminders = stored(patch.reminders)
 
 
+@dataclass(frozen=True)
+class Replan:
+    """A locked task's new schedule, with its due times expanded before the lock (or None)."""
+
+    task: Task
+    schedule: Schedule
+    due: DueTimes | None = None
+
+
+# What a re-plan writes on the task row (besides the counters the planning step writes).
+_SCHEDULE_COLUMNS = [
+    "starts_at",
+    "rrule",
+    "timezone",
+    "window_seconds",
+    "grace_seconds",
+    "count_ends_at",
+    "chain_version",
+    "state",
+    "updated_at",
+]
+
+
 async def replan(task: Task, schedule: Schedule, timing: ChainTiming, due: DueTimes | None) -> None:
     """A schedule change cancels the PENDING instance and plans from the new rule (this task only)."""
-    now = await db_now()
-    task.starts_at, task.rrule, task.timezone = schedule.starts_at, schedule.rrule, schedule.timezone
-    task.window_seconds, task.grace_seconds = schedule.window_seconds, schedule.grace_seconds
-    task.count_ends_at = schedule.count_ends_at
-    task.chain_version += 1
-    await task.save()
-    await cancel_open_instance(task, now)
-    if task.state is TaskState.ENDED and await next_due_after(task, now, timing.recurrence, due) is not None:
-        task.state = TaskState.ACTIVE  # a new schedule revives a task whose old rule ran out
-        await task.save(update_fields=["state", "updated_at"])
-    if task.state is TaskState.ACTIVE:
-        await plan_next_instance(task, after=before(task.starts_at), now=now, timing=timing, due=due)
+    await replan_all([Replan(task, schedule, due)], await db_now(), timing)
+
+
+async def replan_all(replans: list[Replan], now: datetime, timing: ChainTiming) -> None:
+    """replan for a set of locked tasks, each planned from its own new rule, in a fixed number of
+    statements. The task's other columns are the caller's to save."""
+    if not replans:
+        return
+    for r in replans:
+        task, schedule = r.task, r.schedule
+        task.starts_at, task.rrule, task.timezone = schedule.starts_at, schedule.rrule, schedule.timezone
+        task.window_seconds, task.grace_seconds = schedule.window_seconds, schedule.grace_seconds
+        task.count_ends_at = schedule.count_ends_at
+        task.chain_version += 1
+    tasks = [r.task for r in replans]
+    await cancel_open_instances(tasks, now)
+    for r in replans:
+        revives = r.task.state is TaskState.ENDED
+        if revives and await next_due_after(r.task, now, timing.recurrence, r.due) is not None:
+            r.task.state = TaskState.ACTIVE  # a new schedule revives a task whose old rule ran out
+    await Task.bulk_update(tasks, fields=_SCHEDULE_COLUMNS)
+    plans = [
+        NextPlan(r.task, before(r.task.starts_at), r.due) for r in replans if r.task.state is TaskState.ACTIVE
+    ]
+    await plan_next_instances(plans, now=now, timing=timing)
 
 
 async def pause_locked(task: Task, now: datetime) -> None:
-    task.state = TaskState.PAUSED
-    task.chain_version += 1  # links already in flight become stale
-    await task.save(update_fields=["state", "chain_version", "updated_at"])
-    await cancel_open_instance(task, now)
+    await pause_all([task], now)
+
+
+async def pause_all(tasks: list[Task], now: datetime) -> None:
+    """Pause locked tasks: their links already in flight become stale, their PENDING instances cancel."""
+    if not tasks:
+        return
+    for task in tasks:
+        task.state, task.updated_at = TaskState.PAUSED, now
+        task.chain_version += 1  # the rows are locked: the stored version moves on with it
+    await _rows(tasks).update(state=TaskState.PAUSED, chain_version=F("chain_version") + 1, updated_at=now)
+    await cancel_open_instances(tasks, now)
 
 
 async def delete_locked(task: Task, now: datetime) -> None:
     """Soft-delete: the task leaves listings; its history and events keep resolving it."""
-    task.deleted_at = now
-    task.chain_version += 1
-    task.pending_change, task.pending_effective_at = None, None  # nothing is left to wait for
-    await task.save(
-        update_fields=["deleted_at", "chain_version", "pending_change", "pending_effective_at", "updated_at"]
+    await delete_all([task], now)
+
+
+async def delete_all(tasks: list[Task], now: datetime) -> None:
+    """delete_locked for a set of locked tasks: nothing is left to wait for, nothing open stays owed."""
+    if not tasks:
+        return
+    for task in tasks:
+        task.deleted_at, task.updated_at = now, now
+        task.chain_version += 1
+        task.pending_change, task.pending_effective_at = None, None
+    await _rows(tasks).update(
+        deleted_at=now,
+        chain_version=F("chain_version") + 1,
+        pending_change=None,
+        pending_effective_at=None,
+        updated_at=now,
     )
-    await cancel_open_instance(task, now, statuses=OPEN_STATUSES)
+    await cancel_open_instances(tasks, now, statuses=OPEN_STATUSES)
+
+
+def _rows(tasks: list[Task]) -> QuerySet[Task]:
+    return Task.filter(id__in=[task.id for task in tasks])

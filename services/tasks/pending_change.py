@@ -35,6 +35,7 @@ class Part(StrEnum):
 
 SCHEDULE_PARTS = frozenset({Part.SHAPE, Part.WINDOW, Part.GRACE})
 GPS_PARTS = frozenset({Part.GPS_CENTER, Part.GPS_RADIUS, Part.GPS_ACCURACY})
+RULE_PARTS = GPS_PARTS | {Part.VIDEO_MIN_DURATION, Part.PARTNER_REVIEW}  # set in place on the task row
 _FLAGS = frozenset({Part.PAUSE, Part.DELETE})
 
 

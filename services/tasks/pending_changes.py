@@ -9,12 +9,13 @@ place. A pending change that gains or changes anything waits a full horizon agai
 whole change, merged). At effective_at the chain applies it through the normal edit path
 (services/tasks/edits.py): first whoever locks the task to decide about it (a proof, a review, an appeal,
 an edit: `lock_with_due_change`; a fire reports the change due and its actor applies it), else its
-message (services/tasks/pending_timer.py).
+message (services/tasks/pending_delivery.py).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -23,10 +24,10 @@ from rules.horizon import PartnerReview, RuleField, Value, makes_easier, waiting
 from rules.recurrence import Schedule
 from services.chain import ChainTiming, lock_task
 from services.kit import db_now
-from services.schedules import DueTimes
+from services.schedules import DueTimes, prefetch_many
 from services.tasks.drafts import GpsRuleDraft, SchedulePatch, TaskPatch
-from services.tasks.edits import apply_fields, delete_locked, pause_locked, replan
-from services.tasks.pending_change import GPS_PARTS, Part, PendingChange, WaitingShape
+from services.tasks.edits import Replan, apply_fields, before, delete_all, pause_all, replan_all
+from services.tasks.pending_change import GPS_PARTS, RULE_PARTS, Part, PendingChange, WaitingShape
 
 log = logging.getLogger("proofloop.pending_changes")
 
@@ -211,6 +212,21 @@ def eventual_schedule(task: Task, pending: PendingChange) -> Schedule:
     )
 
 
+async def eventual_due_times(tasks: list[Task], timing: ChainTiming) -> dict[str, DueTimes]:
+    """The due times each re-planning change will plan from, by task id, expanded before the row lock,
+    as every planning step does."""
+    wanted: dict[str, tuple[Schedule, datetime]] = {}
+    for task in tasks:
+        pending = pending_of(task)
+        if pending.touches_schedule:
+            schedule = eventual_schedule(task, pending)
+            wanted[str(task.id)] = (schedule, before(schedule.starts_at))
+    if not wanted:
+        return {}
+    found = await prefetch_many(list(wanted.values()), timing.recurrence)
+    return {task_id: found[pair] for task_id, pair in wanted.items()}
+
+
 def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
     gps = None
     if pending.parts() & GPS_PARTS:
@@ -229,24 +245,59 @@ def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
     )
 
 
+# The task columns a waiting rule change sets in place (the open instance reads them when a proof comes).
+_RULE_COLUMNS = [
+    "gps_latitude",
+    "gps_longitude",
+    "gps_radius_meters",
+    "gps_max_accuracy_meters",
+    "video_min_duration_seconds",
+    "review_window_seconds",
+    "review_on_timeout",
+    "updated_at",
+]
+
+
 async def apply_pending_change(
     task: Task, now: datetime, timing: ChainTiming, due: DueTimes | None = None
 ) -> None:
     """Apply the locked task's pending change through the normal edit path, and clear it."""
-    pending = pending_of(task)
-    task.pending_change, task.pending_effective_at = None, None
-    if pending.delete:
-        await delete_locked(task, now)
+    await apply_pending_changes([task], now, timing, {str(task.id): due} if due is not None else {})
+
+
+async def apply_pending_changes(
+    tasks: list[Task], now: datetime, timing: ChainTiming, due: Mapping[str, DueTimes]
+) -> None:
+    """Apply the locked tasks' pending changes and clear them, as a set: the same edit steps in a fixed
+    number of statements however many tasks (deletes, rules in place, re-plans, then pauses). `due`: the
+    due times of each re-planned task's eventual schedule, expanded before the lock."""
+    changes = [(task, pending_of(task)) for task in tasks if task.pending_change]
+    if not changes:
         return
-    apply_fields(task, None, None, _rule_patch(task, pending))
-    if pending.touches_schedule:
-        # a schedule change cancels and re-plans; a rule change applies in place to the open instance
-        await replan(task, eventual_schedule(task, pending), timing, due)
-    else:
-        await task.save()
-    if pending.pause and task.state is TaskState.ACTIVE:
-        await pause_locked(task, now)
-    log.info("pending change applied", extra={"task_id": str(task.id), "changed": sorted(pending.parts())})
+    await Task.filter(id__in=[task.id for task, _ in changes]).update(
+        pending_change=None, pending_effective_at=None, updated_at=now
+    )
+    for task, _ in changes:
+        task.pending_change, task.pending_effective_at, task.updated_at = None, None, now
+    await delete_all([task for task, pending in changes if pending.delete], now)
+    kept = [(task, pending) for task, pending in changes if not pending.delete]
+    ruled = [task for task, pending in kept if pending.parts() & RULE_PARTS]
+    for task, pending in kept:
+        apply_fields(task, None, None, _rule_patch(task, pending))
+    if ruled:
+        await Task.bulk_update(ruled, fields=_RULE_COLUMNS)
+    # a schedule change cancels and re-plans; a rule change applies in place to the open instance
+    replans = [
+        Replan(task, eventual_schedule(task, pending), due.get(str(task.id)))
+        for task, pending in kept
+        if pending.touches_schedule
+    ]
+    await replan_all(replans, now, timing)
+    await pause_all([task for task, pending in kept if pending.pause and task.state is TaskState.ACTIVE], now)
+    for task, pending in changes:
+        log.info(
+            "pending change applied", extra={"task_id": str(task.id), "changed": sorted(pending.parts())}
+        )
 
 
 def is_due(task: Task, now: datetime) -> bool:

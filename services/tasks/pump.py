@@ -13,7 +13,7 @@ from observability.metrics import PUMP_BACKLOG, count_links_sent
 from services.chain import ChainTiming, send_links
 from services.feed import announce_committed_events
 from services.kit import as_utc, connection, db_now, is_sqlite, write_transaction
-from services.tasks.pending_timer import apply_overdue_changes, link_pending_changes
+from services.tasks.pending_delivery import apply_overdue_changes, link_pending_changes
 from services.timers import PumpSettings, timer_statements
 
 _PUMP_LOCK_KEY = 7_311_002

@@ -337,15 +337,14 @@ async def _apply_update(
     if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
         raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
     apply_fields(task, title, description, patch)
+    # rule changes apply in place: proofs read the rule from the task row when they arrive
+    await task.save()
     if schedule is not None:
         await replan(task, schedule, timing, due)
-    else:
-        # rule changes apply in place: proofs read the rule from the task row when they arrive
-        await task.save()
-        if patch.reminders is not None:
-            await replan_open_reminders(
-                task, now=await db_now(), link_horizon_seconds=timing.link_horizon_seconds
-            )
+    elif patch.reminders is not None:
+        await replan_open_reminders(
+            task, now=await db_now(), link_horizon_seconds=timing.link_horizon_seconds
+        )
 
 
 async def pause_task(owner: User, task_id: str, *, timing: ChainTiming, horizon_day: timedelta = DAY) -> Task:
