@@ -19,6 +19,7 @@ from strawberry.subscriptions import (
 
 from actors.broker import configure_broker
 from observability.statements import StatementCount, count_statements
+from policies import api_policies
 from realtime.hub import Hub
 from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
@@ -91,17 +92,20 @@ def create_app(settings: Settings | None = None) -> Starlette:
             token_expiry=accounts.token_expiry,
         )
         await hub.start()
+        passwords = PasswordHashing(settings.password_hash_threads, settings.password_hash_queue)
+        # one per process: every request's media decodes share it
+        decode_gate = DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue)
         resources = ApiResources(
             settings=settings,
             database=database,
             redis=redis,
             hub=hub,
             announcer=use_announcer(Announcer(wait=True)),
-            passwords=PasswordHashing(settings.password_hash_threads, settings.password_hash_queue),
-            # one per process: every request's media decodes share it
-            decode_gate=DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue),
+            passwords=passwords,
+            decode_gate=decode_gate,
             documents=ValidDocuments(settings.document_cache_bytes),
             name_lookups=NameLookups(),
+            policies=api_policies(settings, passwords=passwords, decode_gate=decode_gate),
         )
         sweep = start_media_sweep(settings)
         probe = asyncio.create_task(

@@ -1,12 +1,34 @@
-"""Settings turned into the policies the services take, in one place: every path that plans, fires or
-pumps gets the configured limits (the recurrence budget above all), never a default built on the spot."""
+"""The composition root: settings turned into the policies the services take, here alone, once when a
+process starts (the API's lifespan builds `ApiPolicies`, the worker's middleware `WorkerPolicies`). Every
+path that plans, fires or pumps gets the configured limits (the recurrence budget above all), never a
+default built on the spot."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import timedelta
+
+from rules.recurrence import RecurrenceBudget
+from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
-from services.schedules import recurrence_budget
+from services.kit import AttemptWindow, LoginBackoff
+from services.proofs import DecodeGate, MediaPolicy
 from services.timers import PumpSettings
+from services.webhooks import DeliveryLimits, DeliveryTiming
 from settings import Settings
+
+# A mail-request window is an hour: PROOFLOOP_MAIL_REQUESTS_PER_HOUR says how many fit in one.
+_MAIL_WINDOW_SECONDS = 3600
+
+
+def recurrence_budget(settings: Settings) -> RecurrenceBudget:
+    """How much work one recurrence call may do (steps, with a clock backstop)."""
+    return RecurrenceBudget(
+        max_steps=settings.recurrence_max_steps,
+        max_seconds=settings.recurrence_max_seconds,
+        max_per_period=settings.recurrence_max_per_period,
+        max_skipped_periods=settings.recurrence_max_skipped_periods,
+    )
 
 
 def chain_timing(settings: Settings) -> ChainTiming:
@@ -19,4 +41,97 @@ def pump_settings(settings: Settings) -> PumpSettings:
         link_horizon_seconds=settings.link_horizon_seconds,
         link_overdue_seconds=settings.link_overdue_seconds,
         max_outstanding_links=settings.max_outstanding_links,
+    )
+
+
+def horizon_day(settings: Settings) -> timedelta:
+    """How long one day of the commitment horizon lasts (shorter only in tests and demos)."""
+    return timedelta(seconds=settings.commitment_horizon_day_seconds)
+
+
+def account_rules(settings: Settings, passwords: PasswordHashing) -> AccountRules:
+    return AccountRules(
+        passwords=passwords,
+        min_password_length=settings.password_min_length,
+        token_ttl_seconds=settings.token_ttl_seconds,
+        public_url=settings.public_url,
+        login_backoff=LoginBackoff(
+            attempts=settings.login_attempts,
+            base_seconds=settings.login_backoff_seconds,
+            max_seconds=settings.login_backoff_max_seconds,
+            window_seconds=settings.login_window_seconds,
+        ),
+        per_address=AttemptWindow(
+            "auth-address", settings.auth_address_attempts, settings.auth_address_window_seconds
+        ),
+        mail_requests=AttemptWindow("mail", settings.mail_requests_per_hour, _MAIL_WINDOW_SECONDS),
+    )
+
+
+def media_policy(settings: Settings, gate: DecodeGate) -> MediaPolicy:
+    return MediaPolicy(
+        media_dir=settings.media_dir,
+        gate=gate,
+        max_image_pixels=settings.max_image_pixels,
+        max_decode_bytes=settings.max_decode_bytes,
+        max_video_frames=settings.max_video_frames,
+        max_video_pixels=settings.max_video_pixels,
+        quota_bytes=settings.media_quota_bytes,
+    )
+
+
+def delivery_limits(settings: Settings) -> DeliveryLimits:
+    return DeliveryLimits(
+        per_process=settings.webhook_concurrency,
+        per_user=settings.webhook_concurrency_per_user,
+        per_host=settings.webhook_concurrency_per_host,
+        allow_insecure=settings.webhook_allow_insecure,
+    )
+
+
+def delivery_timing(settings: Settings) -> DeliveryTiming:
+    return DeliveryTiming(
+        attempt_seconds=settings.webhook_timeout_seconds,
+        max_attempts=settings.webhook_max_attempts,
+        backoff_seconds=settings.webhook_backoff_seconds,
+        backoff_max_seconds=settings.webhook_backoff_max_seconds,
+        link_horizon_seconds=settings.link_horizon_seconds,
+    )
+
+
+@dataclass(frozen=True)
+class ApiPolicies:
+    """What the API's resolvers hand the services, built once by the lifespan (app.py)."""
+
+    chain: ChainTiming
+    horizon_day: timedelta
+    accounts: AccountRules
+    media: MediaPolicy
+
+
+def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate: DecodeGate) -> ApiPolicies:
+    return ApiPolicies(
+        chain=chain_timing(settings),
+        horizon_day=horizon_day(settings),
+        accounts=account_rules(settings, passwords),
+        media=media_policy(settings, decode_gate),
+    )
+
+
+@dataclass(frozen=True)
+class WorkerPolicies:
+    """What the worker's actors and pump hand the services, built once per worker process."""
+
+    chain: ChainTiming
+    pump: PumpSettings
+    webhook_limits: DeliveryLimits
+    webhook_timing: DeliveryTiming
+
+
+def worker_policies(settings: Settings) -> WorkerPolicies:
+    return WorkerPolicies(
+        chain=chain_timing(settings),
+        pump=pump_settings(settings),
+        webhook_limits=delivery_limits(settings),
+        webhook_timing=delivery_timing(settings),
     )

@@ -11,17 +11,16 @@ import logging
 import dramatiq
 
 from actors.chain_delivery import deliver
-from policies import chain_timing
+from actors.worker_policies import worker_policies
 from services.chain import FIRE_ACTOR, FIRE_BATCH_ACTOR, ChainTiming
 from services.kit import CHAIN_QUEUE
 from services.tasks import APPLY_ACTOR, apply_changes_of
-from settings import get_settings
 
 log = logging.getLogger("proofloop.chain")
 
 
 def _timing() -> ChainTiming:
-    return chain_timing(get_settings())
+    return worker_policies().chain
 
 
 @dramatiq.actor(actor_name=FIRE_ACTOR, queue_name=CHAIN_QUEUE, max_retries=0)

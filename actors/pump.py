@@ -11,7 +11,7 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
 from observability.outages import report_failure
-from policies import chain_timing, pump_settings
+from policies import WorkerPolicies
 from services.kit import CHAIN_QUEUE
 from services.reminders import claim_due_reminders
 from services.tasks import pump_once
@@ -47,8 +47,8 @@ def _queued_links() -> int:
     return sum(int(n) for n in pipe.execute())
 
 
-async def run_pump(settings: Settings, stopping: asyncio.Event) -> None:
-    config, timing = pump_settings(settings), chain_timing(settings)
+async def run_pump(settings: Settings, policies: WorkerPolicies, stopping: asyncio.Event) -> None:
+    config, timing = policies.pump, policies.chain
     while not stopping.is_set():
         try:
             backlog = await asyncio.to_thread(_queued_links)

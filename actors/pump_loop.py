@@ -10,14 +10,16 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
 from actors.pump import run_pump
+from policies import WorkerPolicies
 from settings import Settings
 
 
 class PumpLoop(Middleware):
     """Runs `run_pump` on the event-loop thread for the worker's life (added after WorkerDatabase)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, policies: WorkerPolicies) -> None:
         self.settings = settings
+        self.policies = policies
         self.pump: concurrent.futures.Future[None] | None = None
         self.stopping: asyncio.Event | None = None
 
@@ -25,7 +27,9 @@ class PumpLoop(Middleware):
         loop_thread = get_event_loop_thread()
         assert loop_thread is not None, "the AsyncIO middleware comes first"
         self.stopping = asyncio.Event()  # bound to the loop that first waits on it
-        self.pump = asyncio.run_coroutine_threadsafe(run_pump(self.settings, self.stopping), loop_thread.loop)
+        self.pump = asyncio.run_coroutine_threadsafe(
+            run_pump(self.settings, self.policies, self.stopping), loop_thread.loop
+        )
 
     def after_worker_shutdown(self, broker: Any, worker: Any) -> None:
         loop_thread = get_event_loop_thread()

@@ -16,6 +16,8 @@ from actors.poll_interval import PollInterval
 from actors.pump_loop import PumpLoop
 from actors.watchdog import ConsumerWatchdog
 from actors.webhook_sending import WebhookSending
+from actors.worker_policies import PolicyHolder
+from policies import worker_policies
 from realtime.redis_options import RedisTimeouts
 from runtime import configure_logging, die_with_parent, pass_first_signal_only
 from settings import get_settings
@@ -25,15 +27,17 @@ die_with_parent(signal.SIGKILL)
 pass_first_signal_only()  # a stop asked more than once still stops gracefully
 settings = get_settings()
 configure_logging(settings)
+policies = worker_policies(settings)  # the settings turned into policies, once for this process
 broker = configure_broker(
     settings.resolved_redis_url,
     [
         PollInterval(WORKER_TIMEOUT_MS),
+        PolicyHolder(policies),
         AsyncIO(),  # the one event-loop thread every async actor and resource below runs on
         WorkerDatabase(settings),
         WorkerNotices(settings),
-        WebhookSending(settings),  # its attempts stop before the database closes
-        PumpLoop(settings),
+        WebhookSending(policies),  # its attempts stop before the database closes
+        PumpLoop(settings, policies),
         MailSweep(settings),
         ConsumerWatchdog(settings.ready_timeout_seconds),
     ],

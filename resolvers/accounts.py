@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Annotated
 
 import strawberry
@@ -12,36 +11,15 @@ from schema.types.session import Session
 from schema.types.user import AuthPayload, User
 from services.accounts import (
     MAX_HORIZON_DAYS,
-    AccountRules,
     SessionDevice,
     accounts,
     email_verification,
     password_reset,
     set_commitment_horizon,
 )
-from services.kit import AttemptWindow, LoginBackoff, keyset_page
+from services.kit import keyset_page
 
 DEVICE_NAME = "how the session is listed in `sessions` (at most 100 characters)"
-
-
-def account_rules(info: Info) -> AccountRules:
-    settings = info.context.settings
-    return AccountRules(
-        passwords=info.context.passwords,
-        min_password_length=settings.password_min_length,
-        token_ttl_seconds=settings.token_ttl_seconds,
-        public_url=settings.public_url,
-        login_backoff=LoginBackoff(
-            attempts=settings.login_attempts,
-            base_seconds=settings.login_backoff_seconds,
-            max_seconds=settings.login_backoff_max_seconds,
-            window_seconds=settings.login_window_seconds,
-        ),
-        per_address=AttemptWindow(
-            "auth-address", settings.auth_address_attempts, settings.auth_address_window_seconds
-        ),
-        mail_requests=AttemptWindow("mail", settings.mail_requests_per_hour, 3600),
-    )
 
 
 def _device(info: Info, name: str | None = None) -> SessionDevice:
@@ -105,7 +83,7 @@ class AccountMutations:
             password,
             display_name,
             timezone or "UTC",
-            rules=account_rules(info),
+            rules=info.context.policies.accounts,
             address=info.context.client_address(),
             device=_device(info, device_name),
         )
@@ -122,7 +100,7 @@ class AccountMutations:
         issued = await accounts.login(
             email,
             password,
-            rules=account_rules(info),
+            rules=info.context.policies.accounts,
             address=info.context.client_address(),
             device=_device(info, device_name),
         )
@@ -153,7 +131,7 @@ class AccountMutations:
         await email_verification.request_email_verification(
             await info.context.viewer(),
             public_url=settings.public_url,
-            mail_requests=account_rules(info).mail_requests,
+            mail_requests=info.context.policies.accounts.mail_requests,
         )
         return True
 
@@ -168,14 +146,14 @@ class AccountMutations:
     )
     async def request_password_reset(self, info: Info, email: str) -> bool:
         await password_reset.request_password_reset(
-            email, rules=account_rules(info), address=info.context.client_address()
+            email, rules=info.context.policies.accounts, address=info.context.client_address()
         )
         return True
 
     @strawberry.mutation(permission_classes=[Public], description="revokes every other token")
     async def reset_password(self, info: Info, token: str, new_password: str) -> AuthPayload:
         issued = await password_reset.reset_password(
-            token, new_password, rules=account_rules(info), address=info.context.client_address()
+            token, new_password, rules=info.context.policies.accounts, address=info.context.client_address()
         )
         return _signed_in(info, issued)
 
@@ -185,7 +163,7 @@ class AccountMutations:
             await info.context.authenticate(),
             current_password,
             new_password,
-            rules=account_rules(info),
+            rules=info.context.policies.accounts,
             address=info.context.client_address(),
         )
         return _signed_in(info, issued)
@@ -196,5 +174,5 @@ class AccountMutations:
         " lowering it waits out the current value",
     )
     async def set_commitment_horizon(self, info: Info, days: int) -> User:
-        day = timedelta(seconds=info.context.settings.commitment_horizon_day_seconds)
+        day = info.context.policies.horizon_day
         return User(row=await set_commitment_horizon(await info.context.viewer(), days, day=day))

@@ -3,7 +3,6 @@ from __future__ import annotations
 import strawberry
 
 from resolvers.permissions import IsAuthenticated
-from resolvers.tasks import horizon_day
 from schema.context import Info
 from schema.enums import PartnershipStatus
 from schema.types.pagination import Connection, page_request
@@ -59,12 +58,12 @@ class PartnerMutations:
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def respond_to_invite(self, info: Info, partnership_id: strawberry.ID, accept: bool) -> Partnership:
-        viewer, day = await info.context.viewer(), horizon_day(info.context.settings)
+        viewer, day = await info.context.viewer(), info.context.policies.horizon_day
         row = await partners.respond_to_invite(viewer, str(partnership_id), accept, day=day)
         return Partnership(row=row)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def remove_partner(self, info: Info, partnership_id: strawberry.ID) -> bool:
-        viewer, day = await info.context.viewer(), horizon_day(info.context.settings)
+        viewer, day = await info.context.viewer(), info.context.policies.horizon_day
         await partners.remove_partner(viewer, str(partnership_id), day=day)
         return True

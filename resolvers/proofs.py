@@ -10,7 +10,6 @@ from strawberry.file_uploads import Upload
 
 from models import User
 from models import Verification as VerificationRow
-from policies import chain_timing
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.inputs import GeoPointInput, aware
@@ -33,19 +32,6 @@ class SubmitMedia(Protocol):
         timing: ChainTiming,
         max_attempts: int,
     ) -> Awaitable[VerificationRow]: ...
-
-
-def media_policy(info: Info) -> MediaPolicy:
-    settings = info.context.settings
-    return MediaPolicy(
-        media_dir=settings.media_dir,
-        gate=info.context.decode_gate,
-        max_image_pixels=settings.max_image_pixels,
-        max_decode_bytes=settings.max_decode_bytes,
-        max_video_frames=settings.max_video_frames,
-        max_video_pixels=settings.max_video_pixels,
-        quota_bytes=settings.media_quota_bytes,
-    )
 
 
 def media_upload(upload: object, field: str, max_bytes: int) -> MediaUpload:
@@ -90,7 +76,7 @@ class ProofMutations:
             check_in,
             arrival=arrival,
             max_speed_kmh=settings.max_speed_kmh,
-            timing=chain_timing(settings),
+            timing=info.context.policies.chain,
             max_attempts=settings.max_proof_attempts,
         )
         return Verification(row=row)
@@ -114,8 +100,8 @@ async def _submit_media(
         str(instance_id),
         media_upload(upload, field, settings.max_upload_bytes),
         arrival=arrival,
-        policy=media_policy(info),
-        timing=chain_timing(settings),
+        policy=info.context.policies.media,
+        timing=info.context.policies.chain,
         max_attempts=settings.max_proof_attempts,
     )
     return Verification(row=row)

@@ -3,9 +3,8 @@ from __future__ import annotations
 import strawberry
 from strawberry.file_uploads import Upload
 
-from policies import chain_timing
 from resolvers.permissions import IsAuthenticated
-from resolvers.proofs import media_policy, media_upload
+from resolvers.proofs import media_upload
 from schema.context import Info
 from schema.types.pagination import Connection, page_request
 from schema.types.verification import Verification
@@ -58,8 +57,8 @@ class ReviewMutations:
             note,
             data,
             arrival=arrival,
-            policy=media_policy(info),
-            timing=chain_timing(settings),
+            policy=info.context.policies.media,
+            timing=info.context.policies.chain,
             max_attempts=settings.max_proof_attempts,
         )
         return Verification(row=row)
@@ -76,7 +75,7 @@ class ReviewMutations:
             approve,
             comment,
             arrival=arrival,
-            timing=chain_timing(info.context.settings),
+            timing=info.context.policies.chain,
         )
         return Verification(row=row)
 
@@ -99,6 +98,6 @@ class ReviewMutations:
             note,
             arrival=await db_now(),
             window_seconds=settings.appeal_window_seconds,
-            timing=chain_timing(settings),
+            timing=info.context.policies.chain,
         )
         return Verification(row=row)

@@ -1,13 +1,11 @@
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import strawberry
 
 from models import Task as TaskRow
 from models import TaskState as TaskStateRow
-from policies import chain_timing
 from resolvers.permissions import IsAuthenticated
 from schema.context import Context, Info
 from schema.enums import TaskState
@@ -18,11 +16,6 @@ from schema.types.task import Task, TaskConnection, TaskEdge
 from services.kit import NotFound, ProofloopError, decode_id, keyset_page
 from services.partners import require_visible_task, visible_instance
 from services.tasks import TASK_ORDER, TaskDraft, tasks
-from settings import Settings
-
-
-def horizon_day(settings: Settings) -> timedelta:
-    return timedelta(seconds=settings.commitment_horizon_day_seconds)
 
 
 async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
@@ -97,7 +90,7 @@ class TaskMutations:
             viewer,
             input.to_draft(viewer.timezone),
             min_interval_seconds=settings.min_interval_seconds,
-            timing=chain_timing(settings),
+            timing=info.context.policies.chain,
             max_tasks=settings.max_tasks_per_user,
         )
         return _created_result(info.context, created)
@@ -113,8 +106,8 @@ class TaskMutations:
             str(id),
             input.to_patch(),
             min_interval_seconds=settings.min_interval_seconds,
-            timing=chain_timing(settings),
-            horizon_day=horizon_day(settings),
+            timing=info.context.policies.chain,
+            horizon_day=info.context.policies.horizon_day,
         )
         return Task(row=row)
 
@@ -123,19 +116,18 @@ class TaskMutations:
         description="with a commitment horizon, an ACTIVE task's pause waits (Task.pendingChange.pause)",
     )
     async def pause_task(self, info: Info, id: strawberry.ID) -> Task:
-        settings = info.context.settings
         row = await tasks.pause_task(
             await info.context.viewer(),
             str(id),
-            timing=chain_timing(settings),
-            horizon_day=horizon_day(settings),
+            timing=info.context.policies.chain,
+            horizon_day=info.context.policies.horizon_day,
         )
         return Task(row=row)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def resume_task(self, info: Info, id: strawberry.ID) -> Task:
         row = await tasks.resume_task(
-            await info.context.viewer(), str(id), timing=chain_timing(info.context.settings)
+            await info.context.viewer(), str(id), timing=info.context.policies.chain
         )
         return Task(row=row)
 
@@ -145,12 +137,11 @@ class TaskMutations:
     )
     async def delete_task(self, info: Info, id: strawberry.ID) -> bool:
         # true also when the deletion waits out the commitment horizon (the task shows it as pendingChange)
-        settings = info.context.settings
         await tasks.delete_task(
             await info.context.viewer(),
             str(id),
-            timing=chain_timing(settings),
-            horizon_day=horizon_day(settings),
+            timing=info.context.policies.chain,
+            horizon_day=info.context.policies.horizon_day,
         )
         return True
 
@@ -160,7 +151,7 @@ class TaskMutations:
     )
     async def cancel_pending_change(self, info: Info, task_id: strawberry.ID) -> Task:
         row = await tasks.cancel_pending_change(
-            await info.context.viewer(), str(task_id), timing=chain_timing(info.context.settings)
+            await info.context.viewer(), str(task_id), timing=info.context.policies.chain
         )
         return Task(row=row)
 
@@ -185,7 +176,7 @@ async def create_tasks_together(
         viewer,
         drafts,
         min_interval_seconds=settings.min_interval_seconds,
-        timing=chain_timing(settings),
+        timing=context.policies.chain,
         max_tasks=settings.max_tasks_per_user,
     )
     return [_created_result(context, c) for c in created], stopped if stopped is not None else refusal

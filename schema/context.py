@@ -15,6 +15,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from models import User
+from policies import ApiPolicies
 from realtime.hub import Hub
 from schema.dataloaders import Loaders
 from services.accounts import PasswordHashing, Session, authenticate, bearer_token
@@ -46,6 +47,10 @@ class Context:
     @property
     def settings(self) -> Settings:
         return self.resources.settings
+
+    @property
+    def policies(self) -> ApiPolicies:
+        return self.resources.policies
 
     @property
     def passwords(self) -> PasswordHashing:

@@ -13,6 +13,7 @@ import redis.asyncio as aioredis
 from starlette.requests import HTTPConnection
 from tortoise.backends.base.client import BaseDBAsyncClient
 
+from policies import ApiPolicies
 from realtime.hub import Hub
 from schema.parse_cache import ValidDocuments
 from services.accounts import PasswordHashing
@@ -33,6 +34,7 @@ class ApiResources:
     decode_gate: DecodeGate  # the bound on concurrent media decodes
     documents: ValidDocuments  # parsed documents that passed validation, within a budget of bytes
     name_lookups: NameLookups  # webhook hosts resolved at registration, on threads of their own
+    policies: ApiPolicies  # the settings turned into what the services take (policies.py)
 
 
 class ApiState(TypedDict):

@@ -16,7 +16,7 @@ from schema.types.user import User, load_user
 from services.feed import Scope, ScopeKind
 from services.kit import check_page_size, global_id
 from services.reminders import offsets_of
-from services.schedules import recurrence_budget, upcoming
+from services.schedules import upcoming
 from services.tasks import INSTANCE_ORDER, InstancePage
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class Task(Node):
         if self.row.state.value == "ENDED" or self.row.deleted_at is not None:
             return []
         info.context.spend_upcoming(first)
-        budget = recurrence_budget(info.context.settings)
+        budget = info.context.policies.chain.recurrence
         return await upcoming(self.row, await info.context.now(), first, budget)
 
     @strawberry.field(description="consecutive VERIFIED instances, counted back from the latest settled one")

@@ -14,7 +14,6 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
 
 from models import Task
 from rules.recurrence import (
@@ -28,9 +27,6 @@ from rules.recurrence import (
     validate_schedule,
 )
 from services.kit import BadInput, RateLimited
-
-if TYPE_CHECKING:
-    from settings import Settings
 
 log = logging.getLogger("proofloop.schedules")
 
@@ -49,15 +45,6 @@ def out_of_time(exc: RecurrenceTimedOut, schedule: Schedule) -> RateLimited:
     )
     return RateLimited(
         "the server is too busy to expand this schedule now; try again shortly", _BUSY_RETRY_SECONDS
-    )
-
-
-def recurrence_budget(settings: Settings) -> RecurrenceBudget:
-    return RecurrenceBudget(
-        max_steps=settings.recurrence_max_steps,
-        max_seconds=settings.recurrence_max_seconds,
-        max_per_period=settings.recurrence_max_per_period,
-        max_skipped_periods=settings.recurrence_max_skipped_periods,
     )
 
 
