@@ -30,7 +30,7 @@ from harness.proofloop import (
 
 SUBMIT_PHOTO = "mutation($id: ID!, $p: Upload!) { submitPhoto(instanceId: $id, photo: $p) { status reason } }"
 SUBMIT_VIDEO = "mutation($id: ID!, $v: Upload!) { submitVideo(instanceId: $id, video: $v) { status reason } }"
-# What issue 9 measured before these budgets, on this machine (for reading beside the figures here).
+# What was measured before these budgets, on this machine (for reading beside the figures here).
 BEFORE = {
     "4 WebP bombs at once": "RSS 165 MB -> 2.8 GB",
     "document with 10 submitPhoto aliases": "14 s CPU",

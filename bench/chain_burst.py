@@ -1,4 +1,4 @@
-"""Burst (issue #3): 5,000 instances with one fire_at on one worker process.
+"""Burst: 5,000 instances with one fire_at on one worker process.
 
 Proofloop: 5,000 one-off tasks and their PENDING instance are inserted by SQL with fire_at = now + ~20 s,
 link_no 0 and link_for NULL, so the pump (inside the horizon, within the 5,000-link budget) claims them and

@@ -1,4 +1,4 @@
-"""The top-of-the-hour herd (issue 15): 5,000 instances due at one instant on one worker process.
+"""The top-of-the-hour herd: 5,000 instances due at one instant on one worker process.
 
 API: `proofloop serve` + `proofloop worker` (1 process x 8 threads) on a private PostgreSQL database and
 Redis; 10 users create 5,000 one-off tasks THROUGH THE API (createTask mutations, 30 aliases a

@@ -1,4 +1,4 @@
-"""Idle precision (issue #3): 200 links one at a time, lateness = settled_at - fire_at.
+"""Idle precision: 200 links one at a time, lateness = settled_at - fire_at.
 
 Proofloop: every ~120 ms this process creates a one-off task due 1 s later through the real path
 (services.tasks.tasks.create_task in a write transaction, so the chain sends its own link after commit);

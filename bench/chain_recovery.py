@@ -1,4 +1,4 @@
-"""Recovery (issue #3): links lost from Redis, and links held by a killed worker, are healed by the pump.
+"""Recovery: links lost from Redis, and links held by a killed worker, are healed by the pump.
 
 (a) flush: 5,000 one-off tasks with a PENDING instance due ~12 s out are inserted by SQL (link_no 0); the
     pump of worker 1 claims them and sends the links, and the worker fetches the delayed messages into

@@ -1,4 +1,4 @@
-"""Scale-out (issue 15): bursts settled by 1 and 2 worker processes, beside raw Dramatiq, in one run.
+"""Scale-out: bursts settled by 1 and 2 worker processes, beside raw Dramatiq, in one run.
 
 Each Proofloop burst inserts N one-off tasks and their PENDING instances by SQL, all due at one instant
 ~20 s ahead (as chain_burst does), so the pump hands their links over (batched: links due at the same
@@ -11,7 +11,7 @@ For 20,000 at one instant the outstanding-link budget (PROOFLOOP_MAX_OUTSTANDING
 sized for one process's prefetch of 8,000 messages) is raised to 20,000: the pump's links travel 200 to a
 message (LINK_BATCH), so 20,000 links are 100 messages, well inside two processes' prefetch.
 
-Targets (issue 15): 5,000 within 1.0 s on one process and >= 4x raw; 20,000 with 2 processes within 4 s.
+Targets: 5,000 within 1.0 s on one process and >= 4x raw; 20,000 with 2 processes within 4 s.
 The machine has 2 cores shared with PostgreSQL, Redis and everything else: a second process can only help
 as far as a core is idle.
 

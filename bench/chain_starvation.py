@@ -1,4 +1,4 @@
-"""Starvation (issue #3): 20,000 far links, then 500 due in 10 s — are the near ones late?
+"""Starvation: 20,000 far links, then 500 due in 10 s — are the near ones late?
 
 Proofloop: 20,000 one-off tasks whose PENDING instance is due a day away are inserted by SQL (fire_at
 outside the 300 s horizon, so they stay in the database: no message), then this process creates 500

@@ -1,4 +1,4 @@
-"""Shared setup for the chain benchmarks (GitHub issue #3).
+"""Shared setup for the chain benchmarks.
 
 Every benchmark runs on resources of its own, created here and removed on exit, even on failure:
 a private `redis-server` on a free port (never the shared one), a private PostgreSQL database

@@ -1,4 +1,4 @@
-"""Chaos, long form (issue 12): each fault injected into a burst of tasks made through the API, beside the
+"""Chaos, long form: each fault injected into a burst of tasks made through the API, beside the
 same burst without faults, each in a fresh environment (a database of its own on a private PostgreSQL
 cluster, a private redis-server, a real API and worker).
 

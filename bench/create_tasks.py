@@ -1,4 +1,4 @@
-"""createTask throughput through the running API on PostgreSQL (issue 15: >= 1,000 tasks/s with batched
+"""createTask throughput through the running API on PostgreSQL (target: >= 1,000 tasks/s with batched
 aliases).
 
 One `proofloop serve` process on a private database and redis-server. Clients send documents of A

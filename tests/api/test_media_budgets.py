@@ -1,5 +1,5 @@
 """Hostile media through the real HTTP API: each gets its contract code, nothing half-stored stays behind,
-and the API process's memory stays under a stated budget (issue 9 item 2, issue 12 item 7, issue 14)."""
+and the API process's memory stays under a stated budget."""
 
 from __future__ import annotations
 

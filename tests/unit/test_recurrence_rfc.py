@@ -1,4 +1,4 @@
-"""RFC 5545 conformance: one regression test per class of issue 11, and a differential test against a
+"""RFC 5545 conformance: one regression test per class of defect found, and a differential test against a
 brute-force expander written from the RFC (tests/unit/rfc5545_oracle.py)."""
 
 from __future__ import annotations
