@@ -37,10 +37,6 @@ GPS = GpsRuleDraft(latitude=52.52, longitude=13.405, radius_meters=150, max_accu
 REMINDERS = (ReminderOffset(ReminderAnchor.DUE, 600), ReminderOffset(ReminderAnchor.OPENS, 60))
 
 
-def _start() -> datetime:
-    return (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
-
-
 def _shape(rrule: str | None, *, days: float = 2, zone: str = "Europe/Berlin") -> WaitingShape:
     starts = (datetime.now(UTC) + timedelta(days=days)).replace(second=0, microsecond=0)
     return WaitingShape(starts_at=starts, rrule=rrule, timezone=zone, count_ends_at=None)
@@ -95,15 +91,23 @@ async def _owner() -> User:
     return await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
 
 
+def _tomorrow() -> datetime:
+    return (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+
+
 async def _task(
-    owner: User, method: VerificationMethod, rules: dict[str, object], change: PendingChange
+    owner: User,
+    method: VerificationMethod,
+    rules: dict[str, object],
+    change: PendingChange,
+    starts_at: datetime,
 ) -> Task:
     draft = TaskDraft(
         title="Daily",
         description=None,
         method=method,
         schedule=Schedule(
-            starts_at=_start(), rrule="FREQ=DAILY", timezone="UTC", window_seconds=3600, grace_seconds=60
+            starts_at=starts_at, rrule="FREQ=DAILY", timezone="UTC", window_seconds=3600, grace_seconds=60
         ),
         **rules,  # type: ignore[arg-type]
     )
@@ -135,8 +139,9 @@ async def _written(task_id: object) -> tuple[object, ...]:
 @pytest.mark.usefixtures("orm")
 async def test_a_set_writes_what_the_same_changes_write_one_by_one() -> None:
     owner = await _owner()
-    as_set = {name: await _task(owner, *case) for name, case in CASES.items()}
-    one_by_one = {name: await _task(owner, *case) for name, case in CASES.items()}
+    starts_at = _tomorrow()  # one start for both twins: they differ only in how their changes apply
+    as_set = {name: await _task(owner, *case, starts_at) for name, case in CASES.items()}
+    one_by_one = {name: await _task(owner, *case, starts_at) for name, case in CASES.items()}
     due = await eventual_due_times(list(as_set.values()), TIMING)
     async with write_transaction():
         locked = [await lock_task(str(task.id)) for task in as_set.values()]
@@ -177,7 +182,11 @@ async def test_a_set_writes_what_the_same_changes_write_one_by_one() -> None:
 @pytest.mark.usefixtures("orm")
 async def test_a_row_another_transaction_holds_is_applied_once_it_is_free(db: asyncpg.Connection) -> None:
     owner = await _owner()
-    tasks = [await _task(owner, VerificationMethod.PHOTO, {}, PendingChange(pause=True)) for _ in range(5)]
+    starts_at = _tomorrow()
+    tasks = [
+        await _task(owner, VerificationMethod.PHOTO, {}, PendingChange(pause=True), starts_at)
+        for _ in range(5)
+    ]
     now = await db_now()
     await Task.filter(id__in=[t.id for t in tasks]).update(
         pending_effective_at=now - timedelta(milliseconds=5)
