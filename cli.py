@@ -71,11 +71,25 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 # Each command stops its children within these bounds, then kills them (nested: the inner bound is shorter).
 API_GRACE_SECONDS = 5  # requests still running when a stop comes
 WORKER_GRACE_SECONDS = 5.0  # actors still running when a stop comes
-CHILD_GRACE_SECONDS = 10.0  # `proofloop worker` waiting for Dramatiq's processes
+CHILD_GRACE_SECONDS = 10.0  # `proofloop worker` and `serve --workers N` waiting for their processes
 DEV_GRACE_SECONDS = 15.0  # `proofloop dev` waiting for its API and worker
 # `proofloop dev` restarts a dead worker after 1 s, doubling while it keeps dying; 1 s again after 60 s up
 RESTART_BACKOFF_SECONDS = (1.0, 30.0)
 RESTART_RESET_SECONDS = 60.0
+
+
+class _ApiSupervisor(Multiprocess):
+    """uvicorn's supervisor of `serve --workers N`, whose stop is bounded: uvicorn's own waits for each
+    worker without end, so one worker stuck in its shutdown would hold the command (and its port) forever."""
+
+    def join_all(self) -> None:
+        deadline = time.monotonic() + CHILD_GRACE_SECONDS
+        for worker in self.processes:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.is_alive():
+                log.error("API worker %s did not stop within %.0f s: killed", worker.pid, CHILD_GRACE_SECONDS)
+                worker.kill()
+                worker.process.join()
 
 
 class _ApiServer(uvicorn.Server):
@@ -125,7 +139,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             limit_concurrency=settings.max_connections,
         )
         if args.workers > 1:
-            supervisor = Multiprocess(config, sockets=[config.bind_socket()])  # installs its own handlers
+            supervisor = _ApiSupervisor(config, sockets=[config.bind_socket()])  # installs its own handlers
             if stop.requested:
                 supervisor.should_exit.set()
             supervisor.run()

@@ -183,13 +183,18 @@ class _Process:
 
 
 class ServerProcess(_Process):
-    def __init__(self, env: dict[str, str], port: int) -> None:
+    """`proofloop serve` on `port`; with workers > 1, uvicorn's supervisor and that many API processes."""
+
+    def __init__(self, env: dict[str, str], port: int, workers: int = 1) -> None:
         super().__init__(env, f"api-{port}")
         self.port = port
+        self.workers = workers
         self.url = f"http://127.0.0.1:{port}"
 
     def __enter__(self) -> ServerProcess:
-        self.spawn([sys.executable, "-m", "cli", "serve", "--port", str(self.port)])
+        self.spawn(
+            [sys.executable, "-m", "cli", "serve", "--port", str(self.port), "--workers", str(self.workers)]
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             assert self.proc is not None

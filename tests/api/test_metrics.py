@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -18,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.chain_support import create_short_task, eventually
 from harness.mailbox import Mailbox
-from harness.proofloop import ROOT, ApiClient, ServerProcess, WorkerProcess, child_env, free_port
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 
 API_METRICS = (
     "proofloop_graphql_operation_duration_seconds",
@@ -97,46 +94,24 @@ async def test_worker_metrics_count_a_chain_settlement(
     assert "proofloop_pump_backlog" in family_names(after)
 
 
-@pytest.fixture
-def two_worker_server(service_env: dict[str, str]) -> Iterator[str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "serve", "--workers", "2", "--port", str(port)],
-        env=child_env(service_env),
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+def test_serve_with_two_workers_answers_sums_metrics_and_stops(service_env: dict[str, str]) -> None:
+    with ServerProcess(service_env, port=free_port(), workers=2) as server:
+        assert httpx.get(f"{server.url}/healthz", timeout=5).json() == {"status": "ok"}
+        name = f"Probe{uuid.uuid4().hex[:8]}"
+        for _ in range(12):
+            response = httpx.post(
+                f"{server.url}/graphql", json={"query": f"query {name} {{ __typename }}"}, timeout=5
+            )
+            assert response.json() == {"data": {"__typename": "Query"}}
 
+        text = scrape(f"{server.url}/metrics")
 
-def test_serve_with_two_workers_answers_and_sums_metrics(two_worker_server: str) -> None:
-    assert httpx.get(f"{two_worker_server}/healthz", timeout=5).json() == {"status": "ok"}
-    name = f"Probe{uuid.uuid4().hex[:8]}"
-    for _ in range(12):
-        response = httpx.post(
-            f"{two_worker_server}/graphql", json={"query": f"query {name} {{ __typename }}"}, timeout=5
-        )
-        assert response.json() == {"data": {"__typename": "Query"}}
+        # each request was timed by whichever process took it; the exposition sums the processes' files
+        probe = {"operation_name": name, "operation_type": "query"}
+        assert value(text, "proofloop_graphql_operation_duration_seconds_count", **probe) == 12
 
-    text = scrape(f"{two_worker_server}/metrics")
-
-    # each request was timed by whichever process took it; the exposition sums the processes' files
-    probe = {"operation_name": name, "operation_type": "query"}
-    assert value(text, "proofloop_graphql_operation_duration_seconds_count", **probe) == 12
+    # a SIGTERM stops the supervisor and both workers, within its bound, without the harness's SIGKILL
+    assert server.proc is not None and server.proc.returncode == 0, server.log()
 
 
 async def test_open_subscriptions_are_counted(service_env: dict[str, str]) -> None:
