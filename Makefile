@@ -58,10 +58,12 @@ schema-check: install
 	@if [ -f $(CHECK_CONTRACT) ]; then $(BIN)/python $(CHECK_CONTRACT) schema.graphql $(CONTRACT); \
 		else echo "contract checker not found at $(CHECK_CONTRACT): skipped"; fi
 
-# two pytest processes: most tests wait on real deadlines (1 s intervals), so two cut the wall time ~40 %;
+# four pytest processes on two cores: most tests wait on real deadlines (1 s intervals) and leave the CPU
+# idle, so four finish in ~6 min where two take ~9 (docs/testing.md has the figures);
 # --dist loadfile keeps each file's tests, and so its module fixtures (servers, private databases), in one
+TEST_PROCESSES ?= 4
 test: install $(CLIENT_CHECKS) lint typecheck schema-check
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile
 
 # while editing: the static checks and the unit tests, which start no API or worker process (about half a
 # minute; only tests/unit/test_outages.py reaches PostgreSQL)
