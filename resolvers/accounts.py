@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import strawberry
@@ -7,7 +8,9 @@ import strawberry
 from resolvers.permissions import IsAuthenticated, Public
 from schema.context import Info
 from schema.types.pagination import Connection, page_request
+from schema.types.profile import ProfileUpdate, UnmovedTask
 from schema.types.session import Session
+from schema.types.task import Task
 from schema.types.user import AuthPayload, User
 from services.accounts import (
     MAX_HORIZON_DAYS,
@@ -16,8 +19,10 @@ from services.accounts import (
     email_verification,
     password_reset,
     set_commitment_horizon,
+    update_profile,
 )
 from services.kit import keyset_page
+from services.tasks import move_tasks_to_zone
 
 DEVICE_NAME = "how the session is listed in `sessions` (at most 100 characters)"
 
@@ -176,3 +181,42 @@ class AccountMutations:
     async def set_commitment_horizon(self, info: Info, days: int) -> User:
         day = info.context.policies.horizon_day
         return User(row=await set_commitment_horizon(await info.context.viewer(), days, day=day))
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="changes your display name and your zone (where a new task's schedule is read when it"
+        " names none); with moveTasks, each task still in your old zone moves to the new one keeping its wall"
+        " times, as a schedule edit under your commitment horizon like updateTask",
+    )
+    async def update_profile(
+        self,
+        info: Info,
+        display_name: str | None = None,
+        timezone: str | None = None,
+        move_tasks: bool = False,
+    ) -> ProfileUpdate:
+        change = await update_profile(
+            await info.context.viewer(), display_name=display_name, timezone=timezone
+        )
+        user = change.user
+        if info.context.session is not None:  # a later field of this document sees the new profile
+            info.context.session = replace(info.context.session, user=user)
+        if not (move_tasks and change.moved_zone):
+            return ProfileUpdate(user=User(row=user), moved_tasks=[], unmoved_tasks=[])
+        # after the profile commits: each task's move is its own edit (tasks never wait on each other)
+        moves = await move_tasks_to_zone(
+            user,
+            change.previous_timezone,
+            user.timezone,
+            min_interval_seconds=info.context.settings.min_interval_seconds,
+            timing=info.context.policies.chain,
+            horizon_day=info.context.policies.horizon_day,
+        )
+        return ProfileUpdate(
+            user=User(row=user),
+            moved_tasks=[Task(row=row) for row in moves.moved],
+            unmoved_tasks=[
+                UnmovedTask(task=Task(row=r.task), code=r.error.code, message=r.error.message)
+                for r in moves.refused
+            ],
+        )

@@ -7,6 +7,7 @@ from strawberry.extensions import AddValidationRules
 from strawberry.schema.config import StrawberryConfig
 
 from resolvers.accounts import AccountMutations, AccountQueries
+from resolvers.agenda import AgendaQueries
 from resolvers.events import EventQueries, EventSubscriptions
 from resolvers.nodes import NodeQueries
 from resolvers.partners import PartnerMutations, PartnerQueries
@@ -35,6 +36,7 @@ class Query(
     PartnerQueries,
     ReviewQueries,
     ProgressQueries,
+    AgendaQueries,
     WebhookQueries,
     NodeQueries,
 ):

@@ -26,14 +26,15 @@ from harness.proofloop import (
 
 def _redis_urls() -> tuple[str, str]:
     """(this process's database, its spare one). PROOFLOOP_TEST_REDIS_URL's database for a serial run;
-    under pytest-xdist (`make test` runs two processes) worker gwN takes the database N above it, so each
-    process's workers see only its links, and its spare database is N + 1 below it, one no process of
-    the run takes as its own (for a test that keeps its own worker apart from the run's)."""
-    url = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+    under pytest-xdist (`make test` runs four processes) worker gwN takes the database 2N below it and the
+    one under that as its spare (one no process of the run takes as its own, for a test that keeps its own
+    worker apart from the run's): 15/14, 13/12, 11/10, 9/8, so each process's workers see only its links
+    and a run never flushes database 0, where a developer's own data usually lives."""
+    url = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     base, _, db = url.rpartition("/")
-    first = int(db or 0)
-    return f"{base}/{(first + index) % 16}", f"{base}/{(first - 1 - index) % 16}"
+    own = int(db or 0) - 2 * index
+    return f"{base}/{own % 16}", f"{base}/{(own - 1) % 16}"
 
 
 REDIS_URL, SPARE_REDIS_URL = _redis_urls()

@@ -1,5 +1,5 @@
-"""Accounts: registration, login, bearer tokens, passwords, email verification, password reset, and a
-user's commitment horizon."""
+"""Accounts: registration, login, bearer tokens, passwords, email verification, password reset, the
+profile (display name, zone), and a user's commitment horizon."""
 
 from __future__ import annotations
 
@@ -20,11 +20,13 @@ from services.accounts.commitment_horizon import (
     set_commitment_horizon,
 )
 from services.accounts.passwords import PasswordHashing
+from services.accounts.profile import ProfileChange, update_profile
 
 __all__ = [
     "MAX_HORIZON_DAYS",
     "AccountRules",
     "PasswordHashing",
+    "ProfileChange",
     "Session",
     "SessionDevice",
     "authenticate",
@@ -35,4 +37,5 @@ __all__ = [
     "normalize_email",
     "set_commitment_horizon",
     "token_is_live",
+    "update_profile",
 ]

@@ -88,6 +88,16 @@ def normalize_email(email: str, field: str = "email") -> str:
     return email
 
 
+MAX_DISPLAY_NAME = 100
+
+
+def check_display_name(name: str, field: str = "displayName") -> str:
+    name = name.strip()
+    if not 1 <= len(name) <= MAX_DISPLAY_NAME:
+        raise BadInput(field, f"must be 1 to {MAX_DISPLAY_NAME} characters")
+    return name
+
+
 def validate_timezone(name: str, field: str) -> str:
     try:
         zone_of(name, field)
@@ -131,9 +141,7 @@ async def register(
     await rules.per_address.count(address)
     email = normalize_email(email)
     check_password_policy(password, rules.min_password_length)
-    display_name = display_name.strip()
-    if not 1 <= len(display_name) <= 100:
-        raise BadInput("displayName", "must be 1 to 100 characters")
+    display_name = check_display_name(display_name)
     validate_timezone(timezone, "timezone")
     password_hash = await rules.passwords.hash(password)
     try:

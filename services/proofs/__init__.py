@@ -8,7 +8,14 @@ from services.proofs.gps import CheckIn, check_in
 from services.proofs.media import MediaPolicy, MediaUpload, submit_photo, submit_video
 from services.proofs.media_links import link_is_valid, media_url
 from services.proofs.media_storage import sweep_orphans_forever
-from services.proofs.review import REVIEW_ORDER, decide_review, request_review, review_queue, reviewable
+from services.proofs.review import (
+    REVIEW_ORDER,
+    decide_review,
+    decisions_waiting,
+    request_review,
+    review_queue,
+    reviewable,
+)
 
 __all__ = [
     "REVIEW_ORDER",
@@ -18,6 +25,7 @@ __all__ = [
     "MediaUpload",
     "check_in",
     "decide_review",
+    "decisions_waiting",
     "link_is_valid",
     "media_url",
     "request_review",

@@ -186,6 +186,15 @@ def reviewable(access: Access) -> QuerySet[Verification]:
     )
 
 
+async def decisions_waiting(access: Access) -> tuple[int, int]:
+    """(reviews, appeals) in the viewer's review queue: an appeal is the review it opens."""
+    if not access.deciding:
+        return 0, 0
+    reviews = await reviewable(access).filter(appeal_of__isnull=True).count()
+    appeals = await reviewable(access).filter(appeal_of__isnull=False).count()
+    return reviews, appeals
+
+
 async def review_queue(access: Access, first: int) -> list[Verification]:
     """The first `first` of the viewer's review queue, oldest first."""
     if not access.deciding or first == 0:

@@ -3,6 +3,7 @@ that wait out the commitment horizon, and the pump tick that hands timers over."
 
 from __future__ import annotations
 
+from services.tasks.agenda import AGENDA_ORDER, MAX_AGENDA_DAYS, agenda, due_today
 from services.tasks.drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
@@ -31,12 +32,15 @@ from services.tasks.reads import (
     instance_pages,
     open_instances,
 )
+from services.tasks.zone_moves import RefusedMove, ZoneMoves, move_tasks_to_zone
 
 __all__ = [
+    "AGENDA_ORDER",
     "APPLY_ACTOR",
     "DEFAULT_REVIEW_WINDOW_SECONDS",
     "GPS_PARTS",
     "INSTANCE_ORDER",
+    "MAX_AGENDA_DAYS",
     "TASK_ORDER",
     "VERIFICATION_ORDER",
     "GpsRuleDraft",
@@ -45,17 +49,22 @@ __all__ = [
     "Part",
     "PartnerRuleDraft",
     "PendingChange",
+    "RefusedMove",
     "SchedulePatch",
     "TaskDraft",
     "TaskPatch",
     "WaitingShape",
+    "ZoneMoves",
+    "agenda",
     "apply_changes_before_links",
     "apply_changes_of",
     "apply_due_change_before_proof",
     "check_schedule_text",
+    "due_today",
     "instance_counts",
     "instance_pages",
     "lock_with_due_change",
+    "move_tasks_to_zone",
     "open_instances",
     "pump_once",
 ]
