@@ -11,7 +11,7 @@ from datetime import timedelta
 from rules.recurrence import RecurrenceBudget
 from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
-from services.kit import AttemptWindow, LoginBackoff
+from services.kit import AttemptWindow, EventIds, LoginBackoff, event_ids
 from services.proofs import DecodeGate, MediaPolicy
 from services.timers import PumpSettings
 from services.webhooks import DeliveryLimits, DeliveryTiming
@@ -107,6 +107,7 @@ class ApiPolicies:
     horizon_day: timedelta
     accounts: AccountRules
     media: MediaPolicy
+    webhook_tries: AttemptWindow  # test pings and redeliveries, per user
 
 
 def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate: DecodeGate) -> ApiPolicies:
@@ -115,6 +116,7 @@ def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate:
         horizon_day=horizon_day(settings),
         accounts=account_rules(settings, passwords),
         media=media_policy(settings, decode_gate),
+        webhook_tries=AttemptWindow("webhook-tries", settings.webhook_tries_per_hour, 3600),
     )
 
 
@@ -126,6 +128,7 @@ class WorkerPolicies:
     pump: PumpSettings
     webhook_limits: DeliveryLimits
     webhook_timing: DeliveryTiming
+    event_ids: EventIds  # the public event ids webhook payloads carry
 
 
 def worker_policies(settings: Settings) -> WorkerPolicies:
@@ -134,4 +137,5 @@ def worker_policies(settings: Settings) -> WorkerPolicies:
         pump=pump_settings(settings),
         webhook_limits=delivery_limits(settings),
         webhook_timing=delivery_timing(settings),
+        event_ids=event_ids(settings.resolved_secret_key),
     )

@@ -411,10 +411,17 @@ class Settings(BaseSettings):
         default=5,
         description="Webhooks one user may register; one more is `CONFLICT`.",
     )
+    webhook_tries_per_hour: int = Field(
+        default=30,
+        description=(
+            "Test pings and redeliveries one user may ask for per hour, across their webhooks; more is "
+            "`RATE_LIMITED`."
+        ),
+    )
     webhook_max_attempts: int = Field(
         default=8,
         description=(
-            "Delivery attempts of one reminder to one webhook before it is given up "
+            "Attempts of one delivery (an event or a ping for one webhook) before it is given up "
             "(`proofloop_webhook_deliveries_total`)."
         ),
     )

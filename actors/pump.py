@@ -15,7 +15,7 @@ from policies import WorkerPolicies
 from services.kit import CHAIN_QUEUE
 from services.reminders import claim_due_reminders
 from services.tasks import pump_once
-from services.webhooks import claim_due_deliveries
+from services.webhooks import claim_due_deliveries, fan_out_events
 from settings import Settings
 
 log = logging.getLogger("proofloop.pump")
@@ -60,6 +60,8 @@ async def run_pump(settings: Settings, policies: WorkerPolicies, stopping: async
             in_use = tick.live_before + tick.sent
             await asyncio.create_task(claim_due_reminders(config, links_in_use=in_use, resend_overdue=resend))
             await asyncio.create_task(claim_due_deliveries(config))
+            # events positioned by now (this tick's backstop included) go to their readers' webhooks
+            await asyncio.create_task(fan_out_events(policies.event_ids))
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
         except Exception as exc:

@@ -20,7 +20,7 @@ from models.reminder import InstanceReminder
 from models.task import Task
 from models.user import AuthToken, MailedToken, MailedTokenPurpose, User
 from models.verification import Verification
-from models.webhook import Webhook, WebhookDelivery
+from models.webhook import Webhook, WebhookDelivery, WebhookFanout
 
 __all__ = [
     "AuthToken",
@@ -46,4 +46,5 @@ __all__ = [
     "VerificationStatus",
     "Webhook",
     "WebhookDelivery",
+    "WebhookFanout",
 ]

@@ -1,5 +1,5 @@
-"""An owner's webhook, where their reminders are POSTed signed with its HMAC secret, and its deliveries:
-one outbox row per event and webhook, a durable timer (fire_at/link_no) like the chain's."""
+"""A user's webhook, where the events it subscribes to are POSTed signed with its HMAC secret, and its
+deliveries: one outbox row per event and webhook, a durable timer (fire_at/link_no) like the chain's."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ class Webhook(Model):
     url = fields.CharField(max_length=2000)
     # the receiver verifies signatures with it, so it is kept as given (shown to the owner only once)
     secret = fields.CharField(max_length=200)
+    # the EventType names it receives, comma-separated (webhooks from before types were chosen: reminders)
+    event_types = fields.CharField(max_length=300, default="DUE_SOON", db_default="DUE_SOON")
     created_at = fields.DatetimeField(auto_now_add=True)
 
     owner_id: str
@@ -34,6 +36,8 @@ class WebhookDelivery(Model):
         "models.Webhook", related_name="deliveries", on_delete=fields.CASCADE
     )
     body = fields.TextField()  # the JSON payload as signed, fixed when the event happened
+    # its EventType, or PING for a test delivery
+    kind = fields.CharField(max_length=32, default="DUE_SOON", db_default="DUE_SOON")
     status = fields.CharEnumField(DeliveryStatus, max_length=16, default=DeliveryStatus.PENDING)
     attempts = fields.IntField(default=0)
     put_offs = fields.IntField(default=0)  # times it found its owner's or host's attempts all in use
@@ -51,3 +55,13 @@ class WebhookDelivery(Model):
 
     class Meta:
         table = "webhook_deliveries"
+
+
+class WebhookFanout(Model):
+    """One row: the position up to which committed events have been turned into deliveries."""
+
+    id = fields.IntField(primary_key=True)
+    position = fields.BigIntField(default=0)
+
+    class Meta:
+        table = "webhook_fanout"

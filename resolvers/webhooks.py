@@ -4,8 +4,9 @@ import strawberry
 
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
+from schema.enums import EventType
 from schema.types.pagination import Connection, page_request
-from schema.types.webhook import Webhook, WebhookRegistration
+from schema.types.webhook import Webhook, WebhookDelivery, WebhookRegistration
 from services.kit import keyset_page
 from services.webhooks import webhooks
 
@@ -15,6 +16,11 @@ class RegisterWebhookInput:
     url: str = strawberry.field(description="https:// only, to a public address")
     secret: str | None = strawberry.field(
         default=None, description="16..200 characters; generated when left out"
+    )
+    event_types: list[EventType] | None = strawberry.field(
+        default=None,
+        description="the events it receives: yours, and those of the users you partner for that you could"
+        " read through `events` (DUE_SOON is yours alone); left out or null: [DUE_SOON]",
     )
 
 
@@ -48,12 +54,33 @@ class WebhookMutations:
             await info.context.viewer(),
             input.url,
             input.secret,
+            input.event_types,
             lookups=info.context.resources.name_lookups,
             allow_insecure=settings.webhook_allow_insecure,
             max_per_user=settings.webhooks_per_user,
             lookup_timeout=settings.webhook_timeout_seconds,
         )
         return WebhookRegistration(webhook=Webhook(row=row), secret=secret)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="POSTs a signed PING to one of your webhooks now, sent and retried like any delivery",
+    )
+    async def ping_webhook(self, info: Info, id: strawberry.ID) -> WebhookDelivery:
+        tries = info.context.policies.webhook_tries
+        return WebhookDelivery(
+            row=await webhooks.ping_webhook(await info.context.viewer(), str(id), tries=tries)
+        )
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="sends a finished delivery again with the same id and body; CONFLICT while it is owed",
+    )
+    async def redeliver_webhook_delivery(self, info: Info, id: strawberry.ID) -> WebhookDelivery:
+        tries = info.context.policies.webhook_tries
+        return WebhookDelivery(
+            row=await webhooks.redeliver(await info.context.viewer(), str(id), tries=tries)
+        )
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def delete_webhook(self, info: Info, id: strawberry.ID) -> bool:

@@ -31,6 +31,7 @@ TYPE_OF = {
     "partnership": "Partnership",
     "session": "Session",
     "webhook": "Webhook",
+    "delivery": "WebhookDelivery",
 }
 _HALF = 2**64
 _ROUNDS = 6

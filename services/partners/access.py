@@ -12,7 +12,7 @@ instead of re-asking the database, like polar's readable-statement functions.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -159,6 +159,28 @@ def pushed_to(event: Event, watchers: Collection[str]) -> set[str]:
     if event.task.deleted_at is not None or event.type in OWNER_ONLY_EVENTS:
         return {owner}
     return {owner, *watchers}
+
+
+async def readers_of(events: Sequence[Event]) -> dict[str, set[str]]:
+    """Who may read each event (by event id) through `events` right now: its user, and each partner
+    watching them since before it happened, unless its task is deleted or the event is the owner's
+    alone; the rule of `Access.history_filter`, for events instead of a viewer."""
+    users = {str(e.user_id) for e in events}
+    since: dict[str, list[tuple[str, datetime]]] = defaultdict(list)
+    if users:
+        rows = await Partnership.filter(watching(datetime.now(UTC)), user_id__in=sorted(users)).values_list(
+            "user_id", "partner_id", "responded_at", "created_at"
+        )
+        for user_id, partner_id, responded_at, created_at in rows:
+            if partner_id is not None:
+                since[str(user_id)].append((str(partner_id), responded_at or created_at))
+    readers: dict[str, set[str]] = {}
+    for event in events:
+        owner = str(event.user_id)
+        readers[str(event.id)] = {owner}
+        if event.task.deleted_at is None and event.type not in OWNER_ONLY_EVENTS:
+            readers[str(event.id)] |= {p for p, start in since[owner] if event.occurred_at >= start}
+    return readers
 
 
 async def is_active_partner(partner_id: str, user_id: str) -> bool:

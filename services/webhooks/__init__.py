@@ -1,8 +1,9 @@
-"""Owners' webhooks: registration with a checked address, the delivery outbox written with each reminder,
-and the signed POSTs the workers send."""
+"""Users' webhooks: registration with a checked address and the event types chosen, the delivery outbox
+written with each reminder or fanned out from the event feed, and the signed POSTs the workers send."""
 
 from __future__ import annotations
 
+from services.webhooks.fanout import fan_out_events
 from services.webhooks.outbox import DELIVER_ACTOR, WEBHOOK_QUEUE, DeliveryTiming
 from services.webhooks.pump import claim_due_deliveries
 from services.webhooks.sender import DeliveryLimits, WebhookSender
@@ -21,6 +22,7 @@ __all__ = [
     "FiredReminder",
     "WebhookSender",
     "claim_due_deliveries",
+    "fan_out_events",
     "owned_webhooks_among",
     "queue_reminder_webhooks",
     "queue_webhooks_of",

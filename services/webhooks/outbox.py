@@ -44,6 +44,7 @@ class NewDelivery:
     delivery_id: str
     webhook_id: str
     body: str
+    kind: str = "DUE_SOON"  # the event's type, or PING
 
 
 def delivery_message(delivery_id: str, link_no: int, eta: datetime | None = None) -> Outgoing:
@@ -60,6 +61,7 @@ async def queue_deliveries(deliveries: list[NewDelivery], now: datetime) -> None
                 id=UUID(d.delivery_id),
                 webhook_id=d.webhook_id,
                 body=d.body,
+                kind=d.kind,
                 fire_at=now,
                 link_no=1,
                 link_for=now,

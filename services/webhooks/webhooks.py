@@ -1,6 +1,7 @@
-"""Owners' webhooks: registered with a checked address and an HMAC secret; each reminder becomes one
-delivery per webhook of its owner, an outbox row written with the reminder (services/webhooks/outbox.py),
-POSTed signed by the workers (services/webhooks/sender.py)."""
+"""Users' webhooks: registered with a checked address, an HMAC secret and the event types they receive;
+each reminder becomes one delivery per DUE_SOON webhook of its owner, an outbox row written with the
+reminder (services/webhooks/outbox.py); every other event is fanned out to its readers' webhooks
+(services/webhooks/fanout.py); the workers POST them signed (services/webhooks/sender.py)."""
 
 from __future__ import annotations
 
@@ -10,29 +11,33 @@ import json
 import logging
 import secrets
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from tortoise.queryset import QuerySet
 
-from models import Task, TaskInstance, User, Webhook
+from models import DeliveryStatus, EventType, Task, TaskInstance, User, Webhook, WebhookDelivery
 from services.kit import (
+    AttemptWindow,
     BadInput,
     Conflict,
     Keyset,
     NameLookups,
     NotFound,
     SortKey,
+    db_now,
     format_instant,
     global_id,
     parse_id,
     parse_instant,
     parse_uuid,
+    send_after_commit,
     write_transaction,
 )
 from services.webhooks.addresses import RefusedAddress, parse_target, resolve_checked
-from services.webhooks.outbox import NewDelivery, queue_deliveries
+from services.webhooks.outbox import NewDelivery, delivery_message, queue_deliveries
+from services.webhooks.subscriptions import stored_types, subscribed_types
 
 log = logging.getLogger("proofloop.webhooks")
 
@@ -52,6 +57,7 @@ async def register_webhook(
     owner: User,
     url: str,
     secret: str | None,
+    event_types: Iterable[EventType] | None = None,
     *,
     lookups: NameLookups,
     allow_insecure: bool,
@@ -68,6 +74,7 @@ async def register_webhook(
         secret = secrets.token_urlsafe(32)
     elif not SECRET_LENGTHS[0] <= len(secret) <= SECRET_LENGTHS[1]:
         raise BadInput("input.secret", f"must be {SECRET_LENGTHS[0]} to {SECRET_LENGTHS[1]} characters")
+    types = stored_types(event_types, "input.eventTypes")
     await _refuse_past_quota(owner, max_per_user)  # before the lookup: a full quota costs no resolver time
     try:
         await resolve_checked(target, lookups, allow_insecure=allow_insecure, within_seconds=lookup_timeout)
@@ -77,7 +84,7 @@ async def register_webhook(
         # serializes this owner's registrations, so two at once cannot both pass the quota
         await User.filter(id=owner.id).select_for_update().first()
         await _refuse_past_quota(owner, max_per_user)  # a statement after the lock: it sees their commits
-        hook = await Webhook.create(owner_id=owner.id, url=target.url, secret=secret)
+        hook = await Webhook.create(owner_id=owner.id, url=target.url, secret=secret, event_types=types)
     return hook, secret
 
 
@@ -145,8 +152,10 @@ async def queue_webhooks_of(fired: list[FiredReminder], now: datetime) -> None:
     if not owners:
         return
     hooks: dict[str, list[str]] = {}
-    for owner_id, hook_id in await Webhook.filter(owner_id__in=owners).values_list("owner_id", "id"):
-        hooks.setdefault(str(owner_id), []).append(str(hook_id))
+    rows = await Webhook.filter(owner_id__in=owners).values_list("owner_id", "id", "event_types")
+    for owner_id, hook_id, types in rows:
+        if EventType.DUE_SOON in subscribed_types(types):
+            hooks.setdefault(str(owner_id), []).append(str(hook_id))
     deliveries = []
     for reminder in fired:
         for hook_id in hooks.get(reminder.owner_id, []):
@@ -160,6 +169,8 @@ def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> 
         "type": "DUE_SOON",
         "deliveryId": delivery_id,
         "occurredAt": format_instant(now),
+        # who this delivery is for: a push gateway serving many users routes on it
+        "recipient": {"id": global_id("User", reminder.owner_id), "role": "OWNER"},
         # the ids the API shows, so a receiver can match them with what it read there
         "task": {"id": global_id("Task", reminder.task_id), "title": reminder.title},
         "instance": {
@@ -170,3 +181,71 @@ def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> 
         },
     }
     return json.dumps(payload, separators=(",", ":"))
+
+
+# a webhook's deliveries, newest first
+DELIVERY_ORDER = Keyset(
+    "delivery",
+    (SortKey("created_at", parse_instant, descending=True), SortKey("id", parse_uuid, descending=True)),
+)
+FINISHED = (DeliveryStatus.DELIVERED, DeliveryStatus.GIVEN_UP, DeliveryStatus.REFUSED)
+
+
+async def _owned_webhook(owner: User, webhook_id: str) -> Webhook:
+    hook = await Webhook.get_or_none(id=parse_id(webhook_id, "webhook"), owner_id=owner.id)
+    if hook is None:
+        raise NotFound("no such webhook")
+    return hook
+
+
+async def deliveries_query(owner: User, webhook_id: str) -> QuerySet[WebhookDelivery]:
+    """The delivery log of one of the owner's webhooks (finished ones are kept for the retention)."""
+    hook = await _owned_webhook(owner, webhook_id)
+    return WebhookDelivery.filter(webhook_id=hook.id)
+
+
+async def ping_webhook(owner: User, webhook_id: str, *, tries: AttemptWindow) -> WebhookDelivery:
+    """A signed PING to one of the owner's webhooks, sent and retried like any delivery."""
+    hook = await _owned_webhook(owner, webhook_id)
+    await tries.count(str(owner.id))
+    async with write_transaction():
+        now = await db_now()
+        delivery_id = str(uuid.uuid4())
+        payload = {
+            "type": "PING",
+            "deliveryId": delivery_id,
+            "occurredAt": format_instant(now),
+            "recipient": {"id": global_id("User", owner.id), "role": "OWNER"},
+            "webhook": {"id": global_id("Webhook", hook.id)},
+        }
+        body = json.dumps(payload, separators=(",", ":"))
+        await queue_deliveries([NewDelivery(delivery_id, str(hook.id), body, "PING")], now)
+    return await WebhookDelivery.get(id=delivery_id)
+
+
+async def redeliver(owner: User, delivery_id: str, *, tries: AttemptWindow) -> WebhookDelivery:
+    """Send a finished delivery again, as it was signed the first time (same body, same delivery id, so
+    a receiver that did take it deduplicates it); CONFLICT while it is still owed."""
+    row = await WebhookDelivery.filter(
+        id=parse_id(delivery_id, "delivery"), webhook__owner_id=owner.id
+    ).first()
+    if row is None:
+        raise NotFound("no such delivery")
+    await tries.count(str(owner.id))
+    async with write_transaction():
+        now = await db_now()
+        moved = await WebhookDelivery.filter(id=row.id, status__in=FINISHED, link_no=row.link_no).update(
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            put_offs=0,
+            last_error=None,
+            finished_at=None,
+            fire_at=now,
+            link_no=row.link_no + 1,
+            link_for=now,
+            linked_at=now,
+        )
+        if not moved:
+            raise Conflict("this delivery is still being sent; redeliver it once it has finished")
+        send_after_commit(delivery_message(str(row.id), row.link_no + 1))
+    return await WebhookDelivery.get(id=row.id)
