@@ -6,15 +6,20 @@ var/mail/), creates a GPS, a PHOTO, a VIDEO and a PARTNER task due every minute,
 ("at open" and "10 s before due": DUE_SOON events in Alice's own feed), and a one-off walk due in a few
 seconds that is MISSED, appealed by Alice and upheld by Bob; prints both tokens and what to paste into
 GraphiQL, then keeps proving (check-ins inside and outside the geofence, fresh photos, partner reviews)
-and lets some instances be MISSED, until Ctrl-C or --duration.
+and lets some instances be MISSED, until Ctrl-C or --duration. Bob's phone is a webhook receiver on this
+machine: each notification it gets while "the app is closed" (a review asked of him, an appeal, Alice's
+misses and verifications) is printed as it arrives, signature checked.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import io
 import json
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -22,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -61,6 +67,10 @@ LATEST = "query($id: ID!) { task(id: $id) { instances(first: 1) { edges { node {
 # Alice's own nudges: when a window opens, and 10 s before each due time
 REMINDERS = [{"before": "OPENS", "offsetSeconds": 0}, {"before": "DUE", "offsetSeconds": 10}]
 APPEALED_WALK = "Evening walk"
+REGISTER_WEBHOOK = """mutation($url: String!, $secret: String!, $types: [EventType!]) {
+  registerWebhook(input: {url: $url, secret: $secret, eventTypes: $types}) { webhook { id } } }"""
+# what a partner's phone is told while the app is closed
+PARTNER_NOTIFICATIONS = ["REVIEW_REQUESTED", "APPEAL_REQUESTED", "MISSED", "VERIFIED"]
 
 
 class DemoError(Exception):
@@ -144,6 +154,58 @@ def partner_up(api: Api, owner: Account, partner: Account, mailed_token: Verific
     partnership = api.run(INVITE, {"e": partner.email}, owner.token)["invitePartner"]
     api.run(VERIFY, {"t": mailed_token(partner.email)})  # only a verified address may accept
     api.run(ACCEPT, {"id": partnership["id"]}, partner.token)
+
+
+class Phone:
+    """A partner's phone, as a webhook receiver on 127.0.0.1: prints each signed notification it gets."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.secret = uuid.uuid4().hex
+        self.received: list[dict[str, Any]] = []
+        phone = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                signed = phone.signed(self.headers.get("X-Proofloop-Timestamp", ""), body)
+                self.send_response(204 if signed == self.headers.get("X-Proofloop-Signature") else 401)
+                self.end_headers()
+                if signed == self.headers.get("X-Proofloop-Signature"):
+                    phone.show(json.loads(body))
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/notify"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def signed(self, timestamp: str, body: bytes) -> str:
+        digest = hmac.new(self.secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+        return f"sha256={digest}"
+
+    def show(self, payload: dict[str, Any]) -> None:
+        self.received.append(payload)
+        what = f"{payload['user']['displayName']}: {payload['type']} {payload['task']['title']}"
+        print(f"{datetime.now():%H:%M:%S}  {self.owner}'s phone (webhook)  {what}", flush=True)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def connect_phone(api: Api, partner: Account) -> Phone | None:
+    """Bob's webhook for what he may read of Alice's; None where this API refuses local receivers."""
+    phone = Phone(partner.name)
+    variables = {"url": phone.url, "secret": phone.secret, "types": PARTNER_NOTIFICATIONS}
+    try:
+        api.run(REGISTER_WEBHOOK, variables, partner.token)
+    except DemoError as exc:  # production address rules: http:// to this machine is `make run`'s alone
+        print(f"({partner.name}'s phone is not connected: {exc})", flush=True)
+        phone.close()
+        return None
+    return phone
 
 
 def every_minute() -> dict[str, Any]:
@@ -265,7 +327,8 @@ Watch Alice's feed as Bob, in GraphiQL: {graphiql}
     {SUBSCRIPTION}
 
 Tasks are due every minute; proofs follow as their windows open. Alice's reminders (DUE_SOON) reach
-her own feed only; her missed "{APPEALED_WALK}" is appealed and Bob upholds it. Ctrl-C stops.
+her own feed only; her missed "{APPEALED_WALK}" is appealed and Bob upholds it. Bob's phone (a webhook
+on this machine) prints what he is told while his app is closed. Ctrl-C stops.
 """,
         flush=True,
     )
@@ -274,11 +337,13 @@ her own feed only; her missed "{APPEALED_WALK}" is appealed and Bob upholds it. 
 def run_demo(url: str, duration: float, mailed_token: VerificationToken) -> int:
     """Run the demo against the API at `url` for `duration` seconds (0: until Ctrl-C); 0 when it went well."""
     rng = random.Random()
+    phone: Phone | None = None
     with httpx.Client(timeout=30) as http:
         api = Api(url, http)
         try:
             alice, bob = register(api, "Alice"), register(api, "Bob")
             partner_up(api, alice, bob, mailed_token)
+            phone = connect_phone(api, bob)
             tasks = create_tasks(api, alice)
             walk = create_walk(api, alice)
             print_intro(url, alice, bob)
@@ -292,4 +357,7 @@ def run_demo(url: str, duration: float, mailed_token: VerificationToken) -> int:
         except (DemoError, httpx.HTTPError) as exc:
             print(f"demo failed: {exc} (is the API running at {url}? `make run`)", flush=True)
             return 1
+        finally:
+            if phone is not None:
+                phone.close()
     return 0

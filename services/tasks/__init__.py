@@ -3,7 +3,6 @@ that wait out the commitment horizon, and the pump tick that hands timers over."
 
 from __future__ import annotations
 
-from services.tasks.agenda import AGENDA_ORDER, MAX_AGENDA_DAYS, agenda, due_today
 from services.tasks.drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
@@ -13,6 +12,7 @@ from services.tasks.drafts import (
     TaskPatch,
     check_schedule_text,
 )
+from services.tasks.home_screen import AGENDA_ORDER, MAX_AGENDA_DAYS, agenda, due_today
 from services.tasks.pending_change import GPS_PARTS, Part, PendingChange, WaitingShape
 from services.tasks.pending_changes import lock_with_due_change
 from services.tasks.pending_delivery import (

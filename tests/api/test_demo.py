@@ -1,9 +1,11 @@
-"""The demo against a real server: it partners two users and its proofs leave events both of them can read."""
+"""The demo against a real server: it partners two users, its proofs leave events both of them can read,
+and the partner's phone (a webhook on this machine) is told what he may read."""
 
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -11,7 +13,8 @@ import pytest
 
 from demo import run_demo
 from harness.mailbox import Mailbox, mailed_token
-from harness.proofloop import ServerProcess, WorkerProcess
+from harness.private_services import PrivateRedis
+from harness.proofloop import ServerProcess, WorkerProcess, free_port, migrated_database
 
 EVENTS = "query($user: ID) { events(userId: $user, first: 100) { type taskTitle } }"
 # reminders come from the worker at their time: the first ("at open") is due as the demo starts
@@ -20,6 +23,32 @@ REMINDER_WAIT_SECONDS = 30
 # tasks' reminders race their proofs (a reminder is rightly dropped once its instance is settled)
 CERTAIN_REMINDER = ("DUE_SOON", "Stretching video")
 ME = "{ me { id } }"
+
+
+@pytest.fixture(scope="module")
+def env(service_env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """A database and Redis of their own, with `make run`'s local webhook receivers allowed (the run's
+    own worker keeps production's address rules)."""
+    with PrivateRedis() as redis_server, migrated_database("proofloop_demo") as url:
+        yield {
+            **service_env,
+            "PROOFLOOP_DATABASE_URL": url,
+            "PROOFLOOP_REDIS_URL": redis_server.url,
+            "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
+            "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
+        }
+
+
+@pytest.fixture(scope="module")
+def server(env: dict[str, str]) -> Iterator[ServerProcess]:
+    with ServerProcess(env, port=free_port()) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def worker(env: dict[str, str], server: ServerProcess) -> Iterator[WorkerProcess]:
+    with WorkerProcess(env) as proc:
+        yield proc
 
 
 def as_user(
@@ -68,5 +97,10 @@ def test_demo_produces_events_the_partner_sees(
     assert CERTAIN_REMINDER in kinds
     assert {("APPEAL_REQUESTED", "Evening walk"), ("APPEAL_DECIDED", "Evening walk")} <= kinds
     assert "Evening walk" in out and "upholds: ACCEPTED" in out
+    # Bob's phone was told of the miss, the review Alice asked of him and her appeal
+    assert "Bob's phone (webhook)  Alice: MISSED Evening walk" in out
+    assert "Bob's phone (webhook)  Alice: REVIEW_REQUESTED Read 20 pages" in out
+    assert "Bob's phone (webhook)  Alice: APPEAL_REQUESTED Evening walk" in out
+    assert "DUE_SOON" not in "".join(line for line in out.splitlines() if "phone" in line)
     # reminders are Alice's own: Bob reads everything else
     assert as_partner == [e for e in own if e["type"] != "DUE_SOON"]

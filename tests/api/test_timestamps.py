@@ -48,7 +48,7 @@ ACCOUNT = """query {
   me { __typename commitmentHorizon { __typename loweringAt } }
   sessions { __typename createdAt expiresAt lastUsedAt }
   partnerships { __typename createdAt }
-  webhooks { __typename createdAt }
+  webhooks { __typename createdAt deliveries(first: 5) { edges { node { __typename createdAt finishedAt } } } }
 }"""
 CREATE = """mutation($input: CreateTaskInput!) {
   createTask(input: $input) { id schedule { startsAt } currentInstance { id } }
@@ -212,6 +212,11 @@ async def test_every_datetime_the_api_returns_is_utc_with_a_z(
                     seen.append(event["type"])
             assert seen[0] == "REVIEW_REQUESTED"
         ((_, body),) = await receiver.wait_for(1)
+        for _ in range(100):  # the delivery log records the answer a moment after the receiver sent it
+            hooks = (await api.execute(ACCOUNT, token=owner))["webhooks"]
+            if hooks[0]["deliveries"]["edges"][0]["node"]["finishedAt"] is not None:
+                break
+            await asyncio.sleep(0.1)
     await set_horizon(api, owner, 2)
     fewer = {"schedule": {"rrule": "FREQ=DAILY;COUNT=2"}}  # fewer occurrences: waits out the horizon
     await api.execute(UPDATE, {"id": task["id"], "input": fewer}, token=owner)
