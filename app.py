@@ -33,6 +33,7 @@ from services.partners import access
 from services.proofs import DecodeGate, sweep_orphans_forever
 from settings import Settings, get_settings
 from storage.blobs import BlobStore
+from web.exports import exports_endpoint
 from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, probe_outages, readyz
@@ -140,6 +141,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/metrics", metrics),
             graphiql_assets(),
             Route("/media/{verification_id}", media_endpoint(settings)),
+            Route("/exports/{export_id}", exports_endpoint(settings)),
         ],
         middleware=[
             Middleware(

@@ -11,6 +11,7 @@ from datetime import timedelta
 from rules.recurrence import RecurrenceBudget
 from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
+from services.exports import ExportRules
 from services.kit import AttemptWindow, EventIds, LoginBackoff, event_ids
 from services.proofs import DecodeGate, MediaPolicy
 from services.timers import PumpSettings
@@ -99,6 +100,14 @@ def delivery_timing(settings: Settings) -> DeliveryTiming:
     )
 
 
+def export_rules(settings: Settings) -> ExportRules:
+    return ExportRules(
+        per_day=settings.exports_per_day,
+        link_seconds=settings.export_link_seconds,
+        link_base=settings.api_url or settings.public_url,
+    )
+
+
 @dataclass(frozen=True)
 class ApiPolicies:
     """What the API's resolvers hand the services, built once by the lifespan (app.py)."""
@@ -108,6 +117,7 @@ class ApiPolicies:
     accounts: AccountRules
     media: MediaPolicy
     webhook_tries: AttemptWindow  # test pings and redeliveries, per user
+    exports: ExportRules
 
 
 def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate: DecodeGate) -> ApiPolicies:
@@ -117,6 +127,7 @@ def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate:
         accounts=account_rules(settings, passwords),
         media=media_policy(settings, decode_gate),
         webhook_tries=AttemptWindow("webhook-tries", settings.webhook_tries_per_hour, 3600),
+        exports=export_rules(settings),
     )
 
 
@@ -129,6 +140,7 @@ class WorkerPolicies:
     webhook_limits: DeliveryLimits
     webhook_timing: DeliveryTiming
     event_ids: EventIds  # the public event ids webhook payloads carry
+    exports: ExportRules
 
 
 def worker_policies(settings: Settings) -> WorkerPolicies:
@@ -138,4 +150,5 @@ def worker_policies(settings: Settings) -> WorkerPolicies:
         webhook_limits=delivery_limits(settings),
         webhook_timing=delivery_timing(settings),
         event_ids=event_ids(settings.resolved_secret_key),
+        exports=export_rules(settings),
     )

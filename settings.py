@@ -277,6 +277,17 @@ class Settings(BaseSettings):
             "commit) and forgets mail sent over 30 days ago."
         ),
     )
+    exports_per_day: int = Field(
+        default=3,
+        description="Data exports one user may ask for in 24 hours; one more is `RATE_LIMITED`.",
+    )
+    export_link_seconds: int = Field(
+        default=86_400,
+        description=(
+            "How long a data export's mailed download link works; then the archive is removed. The link "
+            "is `<PROOFLOOP_API_URL or PROOFLOOP_PUBLIC_URL>/exports/<id>?token=…`."
+        ),
+    )
 
     # == Request budgets and quotas
     max_query_cost: int = Field(
@@ -559,6 +570,10 @@ class Settings(BaseSettings):
     @property
     def mail_dir(self) -> Path:
         return self.data_dir / "mail"
+
+    @property
+    def exports_dir(self) -> Path:
+        return self.data_dir / "exports"
 
     @property
     def embedded_redis_socket(self) -> Path:

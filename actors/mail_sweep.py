@@ -1,4 +1,5 @@
-"""A worker middleware that, every PROOFLOOP_MAIL_SWEEP_SECONDS, resends mail whose message never left."""
+"""A worker middleware that, every PROOFLOOP_MAIL_SWEEP_SECONDS, resends mail whose message never left,
+sends again the build of a data export whose message was lost, and removes expired export archives."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
 from observability.outages import report_failure
+from services.exports import sweep_exports
 from services.mail import resend_stranded_mail
 from settings import Settings
 
@@ -22,6 +24,7 @@ class MailSweep(Middleware):
 
     def __init__(self, settings: Settings) -> None:
         self.interval = settings.mail_sweep_seconds
+        self.exports_dir = settings.exports_dir
         self.sweeping: concurrent.futures.Future[None] | None = None
 
     def after_worker_boot(self, broker: Any, worker: Any) -> None:
@@ -34,6 +37,9 @@ class MailSweep(Middleware):
             try:
                 if resent := await resend_stranded_mail():
                     log.info("resent %d mail messages that never left", resent)
+                rebuilt, removed = await sweep_exports(self.exports_dir)
+                if rebuilt or removed:
+                    log.info("exports: %d builds sent again, %d expired archives removed", rebuilt, removed)
             except Exception as exc:
                 report_failure(log, "mail sweep", exc, "mail sweep failed; retrying on the next one")
             await asyncio.sleep(self.interval)

@@ -45,6 +45,7 @@ broker = configure_broker(
 )
 
 import actors.chain  # noqa: E402  (actors register on the broker set above)
+import actors.exports  # noqa: E402
 import actors.mail  # noqa: E402
 import actors.reminders  # noqa: E402
 import actors.webhooks  # noqa: E402,F401

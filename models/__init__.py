@@ -3,6 +3,7 @@
 from models.enums import (
     DeliveryStatus,
     EventType,
+    ExportStatus,
     InstanceStatus,
     PartnershipStatus,
     RejectionReason,
@@ -13,6 +14,7 @@ from models.enums import (
     VerificationStatus,
 )
 from models.event import Event
+from models.export import DataExport
 from models.instance import TaskInstance
 from models.mail import OutgoingMail
 from models.partnership import Partnership
@@ -24,9 +26,11 @@ from models.webhook import Webhook, WebhookDelivery, WebhookFanout
 
 __all__ = [
     "AuthToken",
+    "DataExport",
     "DeliveryStatus",
     "Event",
     "EventType",
+    "ExportStatus",
     "InstanceReminder",
     "InstanceStatus",
     "MailedToken",

@@ -79,3 +79,9 @@ class DeliveryStatus(StrEnum):
     DELIVERED = "DELIVERED"
     GIVEN_UP = "GIVEN_UP"  # out of attempts, or a URL that can never be sent
     REFUSED = "REFUSED"  # the address is not one a webhook may reach
+
+
+class ExportStatus(StrEnum):
+    PENDING = "PENDING"  # asked for: a worker builds the archive
+    READY = "READY"  # built, its link mailed; downloadable until expires_at
+    EXPIRED = "EXPIRED"  # past expires_at: the archive is removed

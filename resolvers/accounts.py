@@ -7,11 +7,13 @@ import strawberry
 
 from resolvers.permissions import IsAuthenticated, Public
 from schema.context import Info
+from schema.types.export import DataExport
 from schema.types.pagination import Connection, page_request
 from schema.types.profile import ProfileUpdate, UnmovedTask
 from schema.types.session import Session
 from schema.types.task import Task
 from schema.types.user import AuthPayload, User
+from services import exports
 from services.accounts import (
     MAX_HORIZON_DAYS,
     SessionDevice,
@@ -220,3 +222,23 @@ class AccountMutations:
                 for r in moves.refused
             ],
         )
+
+
+@strawberry.type
+class ExportQueries:
+    @strawberry.field(permission_classes=[IsAuthenticated], description="your data exports, newest first")
+    async def data_exports(self, info: Info) -> list[DataExport]:
+        rows = await exports.exports_of(await info.context.viewer()).limit(20)
+        return [DataExport(row=row) for row in rows]
+
+
+@strawberry.type
+class ExportMutations:
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="asks for an archive of everything of yours (JSON and your proofs' media); a worker"
+        " builds it and mails a download link that expires; at most PROOFLOOP_EXPORTS_PER_DAY a day",
+    )
+    async def request_data_export(self, info: Info) -> DataExport:
+        row = await exports.request_export(await info.context.viewer(), info.context.policies.exports)
+        return DataExport(row=row)

@@ -6,7 +6,7 @@ import strawberry
 from strawberry.extensions import AddValidationRules
 from strawberry.schema.config import StrawberryConfig
 
-from resolvers.accounts import AccountMutations, AccountQueries
+from resolvers.accounts import AccountMutations, AccountQueries, ExportMutations, ExportQueries
 from resolvers.agenda import AgendaQueries
 from resolvers.events import EventQueries, EventSubscriptions
 from resolvers.nodes import NodeQueries
@@ -37,6 +37,7 @@ class Query(
     ReviewQueries,
     ProgressQueries,
     AgendaQueries,
+    ExportQueries,
     WebhookQueries,
     NodeQueries,
 ):
@@ -45,7 +46,13 @@ class Query(
 
 @strawberry.type
 class Mutation(
-    AccountMutations, TaskMutations, PartnerMutations, ProofMutations, ReviewMutations, WebhookMutations
+    AccountMutations,
+    TaskMutations,
+    PartnerMutations,
+    ProofMutations,
+    ReviewMutations,
+    WebhookMutations,
+    ExportMutations,
 ):
     pass
 

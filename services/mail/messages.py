@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from html import escape
 from urllib.parse import urlencode
 
@@ -70,4 +71,17 @@ def partner_invite(public_url: str, inviter_name: str) -> MailContent:
             "Sign in (or sign up) with this address and confirm it to accept; you may also decline.",
         ],
         ("Open Proofloop", public_url.rstrip("/") + "/partnerships"),
+    )
+
+
+def data_export_ready(link: str, expires_at: datetime, size_bytes: int) -> MailContent:
+    return _render(
+        "Your Proofloop data export is ready",
+        [
+            f"The archive of everything of your account ({size_bytes / 1_048_576:.1f} MB) is ready.",
+            f"The link works until {expires_at.strftime('%Y-%m-%d %H:%M')} UTC; "
+            "ask for a new export after that.",
+            "If you did not ask for it, change your password: someone signed in as you.",
+        ],
+        ("Download my data", link),
     )

@@ -50,6 +50,7 @@ ACCOUNT = """query {
   partnerships { __typename createdAt }
   webhooks { __typename createdAt deliveries(first: 5) { edges { node { __typename createdAt finishedAt } } } }
 }"""
+EXPORTS_QUERY = "query { dataExports { __typename requestedAt readyAt expiresAt } }"
 CREATE = """mutation($input: CreateTaskInput!) {
   createTask(input: $input) { id schedule { startsAt } currentInstance { id } }
 }"""
@@ -223,6 +224,13 @@ async def test_every_datetime_the_api_returns_is_utc_with_a_z(
     await set_horizon(api, owner, 0)  # lowering waits too: loweringAt
     for document, variables in ((TASK, {"id": task["id"]}), (EVENTS, {"task": task["id"]}), (ACCOUNT, {})):
         read_datetimes(await api.execute(document, variables, token=owner), wanted, found)
+    await api.execute("mutation { requestDataExport { id } }", token=partner)  # a verified address
+    for _ in range(150):  # built by the worker: readyAt and expiresAt come with its link
+        exports = (await api.execute(EXPORTS_QUERY, token=partner))["dataExports"]
+        if exports[0]["readyAt"] is not None:
+            break
+        await asyncio.sleep(0.2)
+    read_datetimes(exports, wanted, found)
 
     assert {
         "Task.upcoming",

@@ -45,7 +45,7 @@ def test_the_pump_takes_its_bounds_from_settings() -> None:
 def test_no_production_module_builds_a_policy_but_the_composition_root() -> None:
     built = re.compile(
         r"\b(ChainTiming|PumpSettings|RecurrenceBudget|AccountRules|MediaPolicy|DeliveryLimits|DeliveryTiming"
-        r"|LoginBackoff|AttemptWindow)\("
+        r"|LoginBackoff|AttemptWindow|ExportRules)\("
     )
     offenders = [
         f"{path.relative_to(ROOT)}:{number}"

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from models import DataExport as DataExportRow
+from models import ExportStatus
+from services.kit import global_id
+
+strawberry.enum(ExportStatus, name="DataExportStatus")
+
+
+@strawberry.type(description="an archive of everything of yours; its download link is mailed to you")
+class DataExport:
+    row: strawberry.Private[DataExportRow]
+
+    @strawberry.field
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(global_id("DataExport", self.row.id))
+
+    @strawberry.field(description="PENDING while a worker builds it, READY once its link is mailed")
+    def status(self) -> ExportStatus:
+        return self.row.status
+
+    @strawberry.field
+    def requested_at(self) -> datetime:
+        return self.row.requested_at
+
+    @strawberry.field
+    def ready_at(self) -> datetime | None:
+        return self.row.ready_at
+
+    @strawberry.field(description="the mailed link works until then; the archive is removed after")
+    def expires_at(self) -> datetime | None:
+        return self.row.expires_at
+
+    @strawberry.field
+    def size_bytes(self) -> float | None:  # a GraphQL Int is 32-bit: an archive may be larger
+        return float(self.row.size_bytes) if self.row.size_bytes is not None else None

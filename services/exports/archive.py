@@ -1,0 +1,142 @@
+"""What an export holds: every row of the user's, as JSON, and the media of their proofs, as one zip.
+
+Rows are dumped field by field from the models, so a column added later is exported without an edit here;
+what must never leave is named in `_SECRET` (hashes, digests, webhook secrets) and left out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from enum import Enum
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from tortoise.models import Model
+
+from models import (
+    AuthToken,
+    DataExport,
+    Event,
+    InstanceReminder,
+    Partnership,
+    Task,
+    TaskInstance,
+    User,
+    Verification,
+    Webhook,
+    WebhookDelivery,
+)
+from services.kit import format_instant
+from storage import BlobStore
+
+# never in an archive: what would let its reader sign in, sign webhook bodies or download again
+_SECRET: dict[type[Model], frozenset[str]] = {
+    User: frozenset({"password_hash"}),
+    AuthToken: frozenset({"digest"}),
+    Webhook: frozenset({"secret"}),
+    WebhookDelivery: frozenset({"body", "link_no", "link_for", "linked_at", "put_offs"}),
+    DataExport: frozenset({"token_digest"}),
+}
+# of someone else's proof the user decided as a partner: the decision, not the proof
+_DECIDED_FIELDS = ("id", "instance_id", "user_id", "status", "reason", "decided_at", "review_comment")
+_EXTENSIONS = {
+    "image/jpeg": "jpg",
+    "image/png": "png",
+    "image/webp": "webp",
+    "video/mp4": "mp4",
+    "video/webm": "webm",
+}
+ARCHIVE_NAME = "proofloop-export.json"
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_instant(value)
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+def row_dict(row: Model, only: tuple[str, ...] | None = None) -> dict[str, Any]:
+    omitted = _SECRET.get(type(row), frozenset())
+    names = only if only is not None else tuple(row._meta.fields_db_projection)
+    return {name: _value(getattr(row, name)) for name in names if name not in omitted}
+
+
+@dataclass
+class Contents:
+    document: dict[str, Any]
+    media: list[tuple[str, str]] = field(default_factory=list)  # (name in the archive, blob digest)
+
+
+async def gather(user: User) -> Contents:
+    """Everything of `user`'s, read now."""
+    tasks = await Task.filter(owner_id=user.id).order_by("created_at")
+    task_ids = [t.id for t in tasks]
+    instances = await TaskInstance.filter(task_id__in=task_ids).order_by("due_at")
+    proofs = await Verification.filter(user_id=user.id).order_by("submitted_at")
+    decided = await Verification.filter(reviewer_id=user.id).exclude(user_id=user.id).order_by("decided_at")
+    hooks = await Webhook.filter(owner_id=user.id).order_by("created_at")
+    document = {
+        "format": "proofloop-export/1",
+        "account": row_dict(user),
+        "sessions": [row_dict(r) for r in await AuthToken.filter(user_id=user.id).order_by("created_at")],
+        "tasks": [row_dict(r) for r in tasks],
+        "instances": [row_dict(r) for r in instances],
+        "reminders": [
+            row_dict(r)
+            for r in await InstanceReminder.filter(instance__task_id__in=task_ids).order_by("remind_at")
+        ],
+        "verifications": [row_dict(r) for r in proofs],
+        "reviewsDecided": [row_dict(r, _DECIDED_FIELDS) for r in decided],
+        "events": [row_dict(r) for r in await Event.filter(user_id=user.id).order_by("id")],
+        "partnerships": [
+            row_dict(r)
+            for r in await Partnership.filter(user_id=user.id).order_by("created_at")
+            + await Partnership.filter(partner_id=user.id).order_by("created_at")
+        ],
+        "webhooks": [row_dict(r) for r in hooks],
+        "webhookDeliveries": [
+            row_dict(r)
+            for r in await WebhookDelivery.filter(webhook_id__in=[h.id for h in hooks]).order_by("created_at")
+        ],
+        "exports": [row_dict(r) for r in await DataExport.filter(user_id=user.id).order_by("requested_at")],
+    }
+    contents = Contents(document)
+    for proof in proofs:
+        if proof.media_digest and proof.media_mime:
+            extension = _EXTENSIONS.get(proof.media_mime, "bin")
+            contents.media.append((f"media/{proof.id}.{extension}", proof.media_digest))
+        if proof.thumbnail_digest:
+            contents.media.append((f"media/{proof.id}-thumbnail.jpg", proof.thumbnail_digest))
+    return contents
+
+
+def write_archive(contents: Contents, store: BlobStore, target: Path) -> int:
+    """The zip at `target`, written beside it and renamed (a reader never sees half of one); its size."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
+            text = json.dumps(contents.document, indent=2, ensure_ascii=False)
+            archive.writestr(ARCHIVE_NAME, text, compress_type=zipfile.ZIP_DEFLATED)
+            for name, digest in contents.media:
+                blob = store.path(digest)
+                if blob.is_file():  # media already swept (its proof rolled back) has nothing to give
+                    archive.write(blob, name, compress_type=zipfile.ZIP_STORED)
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return target.stat().st_size
