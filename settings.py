@@ -277,6 +277,13 @@ class Settings(BaseSettings):
             "commit) and forgets mail sent over 30 days ago."
         ),
     )
+    account_deletion_grace_seconds: int = Field(
+        default=7 * 86_400,
+        description=(
+            "How long after `requestAccountDeletion` an account is deleted; signing in before then "
+            "cancels it."
+        ),
+    )
     exports_per_day: int = Field(
         default=3,
         description="Data exports one user may ask for in 24 hours; one more is `RATE_LIMITED`.",

@@ -1,5 +1,6 @@
 """A worker middleware that, every PROOFLOOP_MAIL_SWEEP_SECONDS, resends mail whose message never left,
-sends again the build of a data export whose message was lost, and removes expired export archives."""
+sends again the build of a data export whose message was lost, removes expired export archives, and
+deletes the accounts whose deletion has come."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
 from observability.outages import report_failure
+from services.deletion import delete_due_accounts
 from services.exports import sweep_exports
 from services.mail import resend_stranded_mail
 from settings import Settings
+from storage import BlobStore
 
 log = logging.getLogger("proofloop.mail")
 
@@ -25,6 +28,7 @@ class MailSweep(Middleware):
     def __init__(self, settings: Settings) -> None:
         self.interval = settings.mail_sweep_seconds
         self.exports_dir = settings.exports_dir
+        self.media = BlobStore(settings.media_dir)
         self.sweeping: concurrent.futures.Future[None] | None = None
 
     def after_worker_boot(self, broker: Any, worker: Any) -> None:
@@ -40,6 +44,7 @@ class MailSweep(Middleware):
                 rebuilt, removed = await sweep_exports(self.exports_dir)
                 if rebuilt or removed:
                     log.info("exports: %d builds sent again, %d expired archives removed", rebuilt, removed)
+                await delete_due_accounts(self.media, self.exports_dir)
             except Exception as exc:
                 report_failure(log, "mail sweep", exc, "mail sweep failed; retrying on the next one")
             await asyncio.sleep(self.interval)

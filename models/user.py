@@ -21,6 +21,9 @@ class User(Model):
     commitment_horizon_days = fields.IntField(default=0, db_default=0)  # rows written by plain SQL too
     lowered_horizon_days = fields.IntField(null=True)
     lowered_horizon_at = fields.DatetimeField(null=True)
+    # asked for with the password: the account and everything of it are deleted then, unless a sign-in
+    # before it cancels the deletion
+    deletion_due_at = fields.DatetimeField(null=True)
 
     class Meta:
         table = "users"

@@ -20,6 +20,7 @@ from services.accounts import (
     accounts,
     email_verification,
     password_reset,
+    schedule_deletion,
     set_commitment_horizon,
     update_profile,
 )
@@ -183,6 +184,23 @@ class AccountMutations:
     async def set_commitment_horizon(self, info: Info, days: int) -> User:
         day = info.context.policies.horizon_day
         return User(row=await set_commitment_horizon(await info.context.viewer(), days, day=day))
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="deletes your account and everything of it after a grace period"
+        " (User.deletionDueAt; PROOFLOOP_ACCOUNT_DELETION_GRACE_SECONDS): every device is signed out now,"
+        " and signing in before then cancels it; BAD_USER_INPUT for a wrong password",
+    )
+    async def request_account_deletion(self, info: Info, password: str) -> User:
+        settings = info.context.settings
+        row = await schedule_deletion(
+            await info.context.viewer(),
+            password,
+            rules=info.context.policies.accounts,
+            grace_seconds=settings.account_deletion_grace_seconds,
+            address=info.context.client_address(),
+        )
+        return User(row=row)
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],

@@ -45,6 +45,13 @@ class User(Node):
     async def email(self, info: Info) -> str | None:
         return self.row.email if await self._is_self(info) else None
 
+    @strawberry.field(
+        description="only on yourself: when your account is deleted, as requestAccountDeletion asked;"
+        " signing in before then cancels it"
+    )
+    async def deletion_due_at(self, info: Info) -> datetime | None:
+        return self.row.deletion_due_at if await self._is_self(info) else None
+
     @strawberry.field(description="only on yourself")
     async def commitment_horizon(self, info: Info) -> CommitmentHorizon | None:
         if not await self._is_self(info):

@@ -19,6 +19,7 @@ from services.accounts.commitment_horizon import (
     horizon_of,
     set_commitment_horizon,
 )
+from services.accounts.deletion_request import schedule_deletion
 from services.accounts.passwords import PasswordHashing
 from services.accounts.profile import ProfileChange, update_profile
 
@@ -35,6 +36,7 @@ __all__ = [
     "horizon_of",
     "live_sessions_among",
     "normalize_email",
+    "schedule_deletion",
     "set_commitment_horizon",
     "token_is_live",
     "update_profile",

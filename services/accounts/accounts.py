@@ -178,6 +178,9 @@ async def login(
         raise Unauthenticated("wrong email or password")
     await remember_owner_address(email, address, reserved)
     async with write_transaction():
+        if user.deletion_due_at is not None:  # signing in within the grace period keeps the account
+            await User.filter(id=user.id).update(deletion_due_at=None)
+            user.deletion_due_at = None
         return await issue_token(user, rules.token_ttl_seconds, device)
 
 

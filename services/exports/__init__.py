@@ -5,6 +5,7 @@ from __future__ import annotations
 from services.exports.exports import (
     BUILD_ACTOR,
     ExportRules,
+    archive_path,
     build_export,
     downloadable,
     exports_of,
@@ -15,6 +16,7 @@ from services.exports.exports import (
 __all__ = [
     "BUILD_ACTOR",
     "ExportRules",
+    "archive_path",
     "build_export",
     "downloadable",
     "exports_of",

@@ -65,7 +65,8 @@ def reset_without_account() -> MailContent:
 
 def partner_invite(public_url: str, inviter_name: str) -> MailContent:
     return _render(
-        f"{inviter_name} invited you to be their accountability partner",
+        # the subject outlives the sent mail's blanked bodies: no name in it (an account may be deleted)
+        "You are invited to be an accountability partner",
         [
             f"{inviter_name} would like you to watch their progress on Proofloop and review their proofs.",
             "Sign in (or sign up) with this address and confirm it to accept; you may also decline.",
@@ -84,4 +85,26 @@ def data_export_ready(link: str, expires_at: datetime, size_bytes: int) -> MailC
             "If you did not ask for it, change your password: someone signed in as you.",
         ],
         ("Download my data", link),
+    )
+
+
+def deletion_scheduled(public_url: str, due_at: datetime) -> MailContent:
+    return _render(
+        "Your Proofloop account will be deleted",
+        [
+            f"Your account and everything of it will be deleted on {due_at.strftime('%Y-%m-%d %H:%M')} UTC.",
+            "Every device was signed out. To keep the account, sign in before then: "
+            "that cancels the deletion.",
+        ],
+        ("Open Proofloop", public_url.rstrip("/") + "/login"),
+    )
+
+
+def partnership_ended_by_deletion(display_name: str) -> MailContent:
+    return _render(
+        "A partnership has ended",
+        [
+            f"{display_name} deleted their Proofloop account, so your partnership with them has ended.",
+            "Their tasks, proofs and events are gone from your feed.",
+        ],
     )

@@ -7,7 +7,7 @@ from services.proofs.decode_gate import DecodeGate
 from services.proofs.gps import CheckIn, check_in
 from services.proofs.media import MediaPolicy, MediaUpload, submit_photo, submit_video
 from services.proofs.media_links import link_is_valid, media_url
-from services.proofs.media_storage import sweep_orphans_forever
+from services.proofs.media_storage import remove_unreferenced, sweep_orphans_forever
 from services.proofs.review import (
     REVIEW_ORDER,
     decide_review,
@@ -28,6 +28,7 @@ __all__ = [
     "decisions_waiting",
     "link_is_valid",
     "media_url",
+    "remove_unreferenced",
     "request_review",
     "review_queue",
     "reviewable",

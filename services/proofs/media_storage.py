@@ -72,6 +72,18 @@ async def _referenced(digests: list[str]) -> set[str]:
     return {digest for row in rows for digest in row if digest is not None}
 
 
+async def remove_unreferenced(store: BlobStore, digests: list[str]) -> int:
+    """Remove the blobs among `digests` that no proof refers to any more (a deleted account's); how many."""
+    keep = await _referenced(digests)
+    removed = 0
+    for digest in set(digests) - keep:
+        path = store.path(digest)
+        if path.is_file():
+            await asyncio.to_thread(path.unlink, missing_ok=True)
+            removed += 1
+    return removed
+
+
 async def sweep_orphans(store: BlobStore, older_than_seconds: float, batch: int = 500) -> int:
     """Remove files no row refers to, last written over `older_than_seconds` ago: what a crash between
     writing a proof's blobs and committing its row (or mid-write) left behind. Returns how many."""

@@ -139,7 +139,9 @@ async def test_registering_an_invited_address_does_not_take_the_invite(api: ApiC
     invited = f"victim-{uuid.uuid4().hex[:8]}@example.com"
     row = await invite(api, owner_token, invited)
     assert api.mailbox is not None
-    mail = await api.mailbox.wait_for(invited, "invited you")  # the address itself is told
+    mail = await api.mailbox.wait_for(
+        invited, "invited to be an accountability partner"
+    )  # the address itself is told
     assert "owner" in text_of(mail) and "owner" in html_of(mail)
 
     attacker_token, _ = await api.register(invited.split("@")[0])  # never sees the mail sent there
@@ -177,6 +179,6 @@ async def test_invite_mail_is_the_same_for_known_and_unknown_addresses(api: ApiC
     mails = []
     for email in (known["email"], unknown):
         await invite(api, token, email)
-        mails.append(await api.mailbox.wait_for(email, "invited you"))
+        mails.append(await api.mailbox.wait_for(email, "invited to be an accountability partner"))
     assert [str(m["Subject"]) for m in mails] == [str(mails[0]["Subject"])] * 2
     assert text_of(mails[0]) == text_of(mails[1])
