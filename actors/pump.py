@@ -47,8 +47,32 @@ def _queued_links() -> int:
     return sum(int(n) for n in pipe.execute())
 
 
+class FanOut:
+    """The webhook fan-out beside the pump: one pass at a time, started by a tick and never awaited by
+    one, so a long pass (a herd's events for many webhooks) never holds back the pump's handover."""
+
+    def __init__(self, policies: WorkerPolicies) -> None:
+        self.ids = policies.event_ids
+        self.running: asyncio.Task[int] | None = None
+
+    def nudge(self) -> None:
+        previous = self.running
+        if previous is not None and not previous.done():
+            return  # the pass under way reads up to the newest event before it ends
+        failed = previous.exception() if previous is not None and not previous.cancelled() else None
+        if failed is not None:
+            report_failure(log, "webhook fan-out", failed, "webhook fan-out failed; the next tick retries")
+        self.running = asyncio.create_task(fan_out_events(self.ids))
+
+    async def stop(self) -> None:
+        if self.running is not None:
+            with contextlib.suppress(Exception):
+                await self.running  # a pass is one transaction at a time: let the current one end
+
+
 async def run_pump(settings: Settings, policies: WorkerPolicies, stopping: asyncio.Event) -> None:
     config, timing = policies.pump, policies.chain
+    fan_out = FanOut(policies)
     while not stopping.is_set():
         try:
             backlog = await asyncio.to_thread(_queued_links)
@@ -61,7 +85,7 @@ async def run_pump(settings: Settings, policies: WorkerPolicies, stopping: async
             await asyncio.create_task(claim_due_reminders(config, links_in_use=in_use, resend_overdue=resend))
             await asyncio.create_task(claim_due_deliveries(config))
             # events positioned by now (this tick's backstop included) go to their readers' webhooks
-            await asyncio.create_task(fan_out_events(policies.event_ids))
+            fan_out.nudge()
             if tick.sent:
                 log.info("pump sent %d links (%d were live)", tick.sent, tick.live_before)
         except Exception as exc:
@@ -69,3 +93,4 @@ async def run_pump(settings: Settings, policies: WorkerPolicies, stopping: async
             report_failure(log, "pump tick", exc, "pump tick failed")
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), timeout=settings.pump_interval_seconds)
+    await fan_out.stop()

@@ -232,7 +232,9 @@ async def test_every_datetime_the_api_returns_is_utc_with_a_z(
         await asyncio.sleep(0.2)
     read_datetimes(exports, wanted, found)
     leaving, _ = await api.register()  # its devices are signed out: an account of its own
-    deleting = 'mutation { requestAccountDeletion(password: "correct horse battery") { __typename deletionDueAt } }'
+    deleting = (
+        'mutation { requestAccountDeletion(password: "correct horse battery") { __typename deletionDueAt } }'
+    )
     read_datetimes(await api.execute(deleting, token=leaving), wanted, found)
 
     assert {
