@@ -24,6 +24,9 @@ class User(Model):
     # asked for with the password: the account and everything of it are deleted then, unless a sign-in
     # before it cancels the deletion
     deletion_due_at = fields.DatetimeField(null=True)
+    # quiet hours, minutes after midnight on the user's wall clock (`timezone`): notifications wait them out
+    quiet_start_minute = fields.IntField(null=True)
+    quiet_end_minute = fields.IntField(null=True)
 
     class Meta:
         table = "users"

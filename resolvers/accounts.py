@@ -15,7 +15,9 @@ from schema.types.task import Task
 from schema.types.user import AuthPayload, User
 from services import exports
 from services.accounts import (
+    KEEP,
     MAX_HORIZON_DAYS,
+    QuietHours,
     SessionDevice,
     accounts,
     email_verification,
@@ -28,6 +30,12 @@ from services.kit import keyset_page
 from services.tasks import move_tasks_to_zone
 
 DEVICE_NAME = "how the session is listed in `sessions` (at most 100 characters)"
+
+
+@strawberry.input(description='a daily span of your wall clock, "HH:MM" to "HH:MM" (it may pass midnight)')
+class QuietHoursInput:
+    start: str
+    end: str
 
 
 def _device(info: Info, name: str | None = None) -> SessionDevice:
@@ -214,9 +222,19 @@ class AccountMutations:
         display_name: str | None = None,
         timezone: str | None = None,
         move_tasks: bool = False,
+        quiet_hours: Annotated[
+            QuietHoursInput | None,
+            strawberry.argument(
+                description="when no webhook notification is sent, on your wall clock; what falls in"
+                " them is sent at their end; null clears them, left out keeps them"
+            ),
+        ] = strawberry.UNSET,
     ) -> ProfileUpdate:
+        quiet: QuietHours | object | None = KEEP
+        if quiet_hours is None or isinstance(quiet_hours, QuietHoursInput):
+            quiet = QuietHours.of(quiet_hours.start, quiet_hours.end) if quiet_hours else None
         change = await update_profile(
-            await info.context.viewer(), display_name=display_name, timezone=timezone
+            await info.context.viewer(), display_name=display_name, timezone=timezone, quiet_hours=quiet
         )
         user = change.user
         if info.context.session is not None:  # a later field of this document sees the new profile

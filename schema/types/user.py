@@ -5,6 +5,7 @@ from datetime import datetime
 import strawberry
 
 from models import User as UserRow
+from rules.quiet_hours import clock_of
 from schema.context import Info
 from schema.types.node import Node
 from services.accounts import horizon_days
@@ -16,6 +17,12 @@ class CommitmentHorizon:
     days: int = strawberry.field(description="in force now; 0: edits apply at once")
     lowering_to: int | None = strawberry.field(description="a lowered value, in force from loweringAt")
     lowering_at: datetime | None
+
+
+@strawberry.type(description="when no webhook notification is sent, on your wall clock (your timezone)")
+class QuietHours:
+    start: str = strawberry.field(description='"HH:MM"')
+    end: str = strawberry.field(description='"HH:MM"; what falls in the span is sent then')
 
 
 @strawberry.type
@@ -51,6 +58,13 @@ class User(Node):
     )
     async def deletion_due_at(self, info: Info) -> datetime | None:
         return self.row.deletion_due_at if await self._is_self(info) else None
+
+    @strawberry.field(description="only on yourself; null when you have none")
+    async def quiet_hours(self, info: Info) -> QuietHours | None:
+        start, end = self.row.quiet_start_minute, self.row.quiet_end_minute
+        if start is None or end is None or not await self._is_self(info):
+            return None
+        return QuietHours(start=clock_of(start), end=clock_of(end))
 
     @strawberry.field(description="only on yourself")
     async def commitment_horizon(self, info: Info) -> CommitmentHorizon | None:

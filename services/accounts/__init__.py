@@ -21,13 +21,15 @@ from services.accounts.commitment_horizon import (
 )
 from services.accounts.deletion_request import schedule_deletion
 from services.accounts.passwords import PasswordHashing
-from services.accounts.profile import ProfileChange, update_profile
+from services.accounts.profile import KEEP, ProfileChange, QuietHours, update_profile
 
 __all__ = [
+    "KEEP",
     "MAX_HORIZON_DAYS",
     "AccountRules",
     "PasswordHashing",
     "ProfileChange",
+    "QuietHours",
     "Session",
     "SessionDevice",
     "authenticate",

@@ -5,7 +5,8 @@ step. A single cursor row (`webhook_fanout`) records the position up to which ev
 deliveries; each pass locks it, reads the next events, writes one delivery per event and subscribed webhook
 of each reader (`partners.readers_of`: the `events` access rule, so a partner's webhook never carries an
 event the partner could not read through the API), and moves the cursor, in one transaction: an event is
-fanned out exactly once, whichever worker's pump gets there first. DUE_SOON is the exception: a reminder
+fanned out exactly once, whichever worker's pump gets there first. A reader inside their quiet hours gets
+the delivery at the hours' end (services/webhooks/quiet.py). DUE_SOON is the exception: a reminder
 writes its deliveries with its own event (services/webhooks/webhooks.py), so they leave at its moment.
 """
 
@@ -20,6 +21,7 @@ from models import Event, EventType, Webhook, WebhookFanout
 from services.kit import EventIds, db_now, format_instant, global_id, is_sqlite, write_transaction
 from services.partners import readers_of
 from services.webhooks.outbox import NewDelivery, queue_deliveries
+from services.webhooks.quiet import quiet_ends
 from services.webhooks.subscriptions import subscribed_types
 
 # events a pass reads at most; a longer backlog takes several passes of one transaction each
@@ -55,8 +57,9 @@ async def _fan_out_batch(ids: EventIds) -> int:
         readers = await readers_of(wanted)
         hooks = await _hooks_of({reader for ids_ in readers.values() for reader in ids_})
         now = await db_now()
+        quiet = await quiet_ends(set(hooks), now)
         deliveries = [
-            _delivery(event, hook_id, reader, ids, now)
+            _delivery(event, hook_id, reader, ids, now, quiet.get(reader))
             for event in wanted
             for reader in sorted(readers[str(event.id)])
             for hook_id, types in hooks.get(reader, [])
@@ -78,7 +81,9 @@ async def _hooks_of(user_ids: set[str]) -> dict[str, list[tuple[str, frozenset[E
     return hooks
 
 
-def _delivery(event: Event, hook_id: str, reader: str, ids: EventIds, now: datetime) -> NewDelivery:
+def _delivery(
+    event: Event, hook_id: str, reader: str, ids: EventIds, now: datetime, quiet_until: datetime | None
+) -> NewDelivery:
     delivery_id = str(uuid.uuid4())  # in the payload too, so it is signed with it
     owner = str(event.user_id)
     payload = {
@@ -100,4 +105,5 @@ def _delivery(event: Event, hook_id: str, reader: str, ids: EventIds, now: datet
             {"id": global_id("Verification", event.verification_id)} if event.verification_id else None
         ),
     }
-    return NewDelivery(delivery_id, hook_id, json.dumps(payload, separators=(",", ":")), event.type.value)
+    body = json.dumps(payload, separators=(",", ":"))
+    return NewDelivery(delivery_id, hook_id, body, event.type.value, fire_at=quiet_until)

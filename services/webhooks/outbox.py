@@ -45,6 +45,9 @@ class NewDelivery:
     webhook_id: str
     body: str
     kind: str = "DUE_SOON"  # the event's type, or PING
+    fire_at: datetime | None = (
+        None  # when its first attempt is owed (the recipient's quiet hours' end); None: now
+    )
 
 
 def delivery_message(delivery_id: str, link_no: int, eta: datetime | None = None) -> Outgoing:
@@ -52,26 +55,29 @@ def delivery_message(delivery_id: str, link_no: int, eta: datetime | None = None
 
 
 async def queue_deliveries(deliveries: list[NewDelivery], now: datetime) -> None:
-    """Inside the event's transaction: a row per delivery, each sent after commit (a rollback drops both)."""
+    """Inside the event's transaction: a row per delivery, each due now sent after commit (a rollback drops
+    both); one put off to a later first attempt waits unlinked, for the pump to hand over as it comes near."""
     if not deliveries:
         return
-    await WebhookDelivery.bulk_create(
-        [
+    rows = []
+    for d in deliveries:
+        later = d.fire_at is not None and d.fire_at > now
+        rows.append(
             WebhookDelivery(
                 id=UUID(d.delivery_id),
                 webhook_id=d.webhook_id,
                 body=d.body,
                 kind=d.kind,
-                fire_at=now,
-                link_no=1,
-                link_for=now,
-                linked_at=now,
+                fire_at=d.fire_at if later else now,
+                link_no=0 if later else 1,
+                link_for=None if later else now,
+                linked_at=None if later else now,
             )
-            for d in deliveries
-        ]
-    )
-    for d in deliveries:
-        send_after_commit(delivery_message(d.delivery_id, 1))
+        )
+    await WebhookDelivery.bulk_create(rows)
+    for row in rows:
+        if row.link_no:
+            send_after_commit(delivery_message(str(row.id), 1))
 
 
 async def owed_delivery(delivery_id: str, link_no: int) -> WebhookDelivery | None:

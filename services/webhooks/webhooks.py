@@ -37,6 +37,7 @@ from services.kit import (
 )
 from services.webhooks.addresses import RefusedAddress, parse_target, resolve_checked
 from services.webhooks.outbox import NewDelivery, delivery_message, queue_deliveries
+from services.webhooks.quiet import quiet_ends
 from services.webhooks.subscriptions import stored_types, subscribed_types
 
 log = logging.getLogger("proofloop.webhooks")
@@ -157,10 +158,12 @@ async def queue_webhooks_of(fired: list[FiredReminder], now: datetime) -> None:
         if EventType.DUE_SOON in subscribed_types(types):
             hooks.setdefault(str(owner_id), []).append(str(hook_id))
     deliveries = []
+    quiet = await quiet_ends(set(hooks), now)
     for reminder in fired:
         for hook_id in hooks.get(reminder.owner_id, []):
             delivery_id = str(uuid.uuid4())  # in the payload too, so it is signed with it
-            deliveries.append(NewDelivery(delivery_id, hook_id, _reminder_body(reminder, now, delivery_id)))
+            body = _reminder_body(reminder, now, delivery_id)
+            deliveries.append(NewDelivery(delivery_id, hook_id, body, fire_at=quiet.get(reminder.owner_id)))
     await queue_deliveries(deliveries, now)
 
 

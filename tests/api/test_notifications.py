@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 import pytest
 
 from harness.chain_support import eventually
@@ -340,3 +341,74 @@ def push_relay(port: int, devices: Path, push_url: str) -> Iterator[None]:
         finally:
             relay.terminate()
             relay.wait(timeout=10)
+
+
+QUIET = """mutation($q: QuietHoursInput) {
+  updateProfile(quietHours: $q) { user { quietHours { start end } } }
+}"""
+
+
+def clock(at: datetime) -> str:
+    return f"{at:%H:%M}"
+
+
+async def test_quiet_hours_hold_a_partners_notice_until_they_end(
+    api: ApiClient, env: dict[str, str], worker: WorkerProcess
+) -> None:
+    owner, _, partner, _ = await partner_pair(api)  # both in UTC
+    now = datetime.now(UTC)
+    span = {"start": clock(now - timedelta(hours=1)), "end": clock(now + timedelta(hours=2))}
+    quiet = await api.execute(QUIET, {"q": span}, token=partner)
+    assert quiet["updateProfile"]["user"]["quietHours"] == span
+    with receiving() as at_owner, receiving() as at_partner:
+        await register(api, owner, at_owner, ["MISSED"])
+        await register(api, partner, at_partner, ["MISSED"])
+        await api.execute(CREATE, {"input": one_off("Quiet run", 2, 1, [])}, token=owner)
+        await at_owner.wait_for(1)  # the owner has no quiet hours: told at once
+        await asyncio.sleep(1.5)
+        assert at_partner.requests == []  # the partner's notice waits for the end of the span
+        log = (await api.execute(LOG, token=partner))["webhooks"][0]["deliveries"]["edges"]
+        assert [(e["node"]["kind"], e["node"]["status"], e["node"]["attempts"]) for e in log] == [
+            ("MISSED", "PENDING", 0)
+        ]
+        connection = await asyncpg.connect(env["PROOFLOOP_DATABASE_URL"])
+        try:
+            fire_at = await connection.fetchval(
+                "SELECT d.fire_at FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id"
+                " WHERE w.url = $1",
+                at_partner.url,
+            )
+            ends = now.replace(second=0, microsecond=0) + timedelta(hours=2)
+            assert fire_at == ends  # today's end of the span, on the partner's wall clock
+            # the span ends (its instant moved to now): the pump hands the delivery over
+            await connection.execute(
+                "UPDATE webhook_deliveries SET fire_at = now() WHERE webhook_id IN"
+                " (SELECT id FROM webhooks WHERE url = $1)",
+                at_partner.url,
+            )
+        finally:
+            await connection.close()
+        ((_, body),) = await at_partner.wait_for(1)
+    assert json.loads(body)["type"] == "MISSED"
+    cleared = await api.execute(QUIET, {"q": None}, token=partner)
+    assert cleared["updateProfile"]["user"]["quietHours"] is None
+
+
+@pytest.mark.parametrize(
+    ("span", "field"),
+    [
+        ({"start": "25:00", "end": "07:00"}, "quietHours.start"),
+        ({"start": "22:00", "end": "7:00"}, "quietHours.end"),
+        ({"start": "22:00", "end": "22:00"}, "quietHours"),
+    ],
+)
+async def test_bad_quiet_hours_are_refused_and_change_nothing(
+    api: ApiClient, span: dict[str, str], field: str
+) -> None:
+    token, _ = await api.register()
+    await api.execute(QUIET, {"q": {"start": "22:00", "end": "07:00"}}, token=token)
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute(QUIET, {"q": span}, token=token)
+    assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", field)
+    kept = await api.execute("query { me { quietHours { start end } } }", token=token)
+    assert kept["me"]["quietHours"] == {"start": "22:00", "end": "07:00"}
