@@ -2,8 +2,13 @@
 that received its message is free again at once (a receiver holds no thread the chain needs), within a
 bound per process, per owner and per destination host, and within one deadline per attempt.
 
-A delivery over a bound is put off (owed again shortly, with a new link), never queued in memory; no
-failure of any kind leaves an attempt unrecorded or raises out of it.
+Up to ADMIT_BACKLOG times the process's bound of deliveries wait in memory for an attempt slot (their rows
+stay owed: a crash loses nothing the pump does not resend). A delivery that finds its owner's or host's
+lanes busy waits for one briefly (LANE_WAIT_SECONDS, at most
+as many waiting per host as the host has lanes, so one host never holds more than twice its lanes of the
+process's slots): a push gateway that answers in milliseconds takes a burst at its lanes' pace. Past that
+wait, and whenever the process is full, a delivery is put off (owed again shortly, with a new link), not
+queued in memory; no failure of any kind leaves an attempt unrecorded or raises out of it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ log = logging.getLogger("proofloop.webhooks")
 # doubling each time it finds none, up to the longest wait
 BUSY_FIRST_WAIT_SECONDS = 1.0
 BUSY_LONGEST_WAIT_SECONDS = 30.0
+# how long a delivery holding a process slot waits for its owner's or host's lane before it is put off
+LANE_WAIT_SECONDS = 2.0
+# deliveries admitted beyond those attempting, as a multiple of the per-process bound: a burst (a herd's
+# notices) waits its turn in memory instead of being put off and linked again row by row
+ADMIT_BACKLOG = 64
 
 
 @dataclass(frozen=True)
@@ -56,9 +66,14 @@ class DeliverySlots:
         self.in_process = 0
         self.per_user: Counter[str] = Counter()
         self.per_host: Counter[str] = Counter()
+        self.waiting: Counter[str] = Counter()  # deliveries waiting for a lane, per host
+        self._freed: asyncio.Event | None = None  # made on the loop that first waits
 
     def take_process(self) -> bool:
-        if self.in_process >= self.limits.per_process:
+        """Admit one more delivery: up to `per_process` attempting and ADMIT_BACKLOG times that waiting
+        for an attempt slot (ids held in memory; their rows stay owed in the database, so a crash loses
+        nothing the pump does not resend)."""
+        if self.in_process >= self.limits.per_process * (1 + ADMIT_BACKLOG):
             return False
         self.in_process += 1
         return True
@@ -80,6 +95,32 @@ class DeliverySlots:
             del self.per_user[user]
         if not self.per_host[host]:
             del self.per_host[host]
+        if self._freed is not None:
+            self._freed.set()  # every waiter looks again
+
+    async def wait_lane(self, user: str, host: str, within: float) -> bool:
+        """take_lane, waiting up to `within` seconds for one to free; False when none did, or when the
+        host already has as many deliveries waiting as it has lanes."""
+        if self.take_lane(user, host):
+            return True
+        if self.waiting[host] >= self.limits.per_host:
+            return False
+        if self._freed is None:
+            self._freed = asyncio.Event()
+        self.waiting[host] += 1
+        try:
+            async with asyncio.timeout(within):
+                while True:
+                    self._freed.clear()  # before the look: a lane freed after it sets the event again
+                    if self.take_lane(user, host):
+                        return True
+                    await self._freed.wait()
+        except TimeoutError:
+            return False
+        finally:
+            self.waiting[host] -= 1
+            if not self.waiting[host]:
+                del self.waiting[host]
 
 
 class WebhookSender:
@@ -90,6 +131,7 @@ class WebhookSender:
         self.tls = ssl.create_default_context()  # loading the CA store costs milliseconds: once per process
         self.lookups = NameLookups()  # threads of their own: a slow resolver holds none the chain uses
         self.tasks: set[asyncio.Task[None]] = set()
+        self.attempting = asyncio.Semaphore(limits.per_process)
 
     async def admit(self, delivery_id: str, link_no: int) -> None:
         """The actor's whole work: start the attempt in the background, or put it off when the process is
@@ -114,9 +156,10 @@ class WebhookSender:
 
     async def _deliver(self, delivery_id: str, link_no: int) -> None:
         try:
-            delivery = await owed_delivery(delivery_id, link_no)
-            if delivery is not None:
-                await self._deliver_owed(delivery)
+            async with self.attempting:
+                delivery = await owed_delivery(delivery_id, link_no)
+                if delivery is not None:
+                    await self._deliver_owed(delivery)
         except Exception:
             log.exception("webhook delivery %s failed unexpectedly; the pump resends it", delivery_id)
         finally:
@@ -131,7 +174,7 @@ class WebhookSender:
                 await self._refused(delivery, str(exc))
             return
         user, host = str(hook.owner_id), target.host.lower()
-        if not self.slots.take_lane(user, host):
+        if not await self.slots.wait_lane(user, host, LANE_WAIT_SECONDS):
             await put_off(
                 str(delivery.id), delivery.link_no, BUSY_FIRST_WAIT_SECONDS, BUSY_LONGEST_WAIT_SECONDS
             )
