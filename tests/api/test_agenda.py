@@ -148,11 +148,11 @@ async def test_a_partner_sees_no_instance_closed_before_the_partnership_and_badg
 
 
 async def test_due_today_counts_the_owners_pending_instances_of_their_local_date(api: ApiClient) -> None:
-    # a zone where it is about noon now, so +30 s and +2 h are today there and +13 h is tomorrow
+    # a zone where it is about noon now, so +10 min and +2 h are today there and +13 h is tomorrow
     offset = max(-12, min(14, 12 - datetime.now(UTC).hour))
     zone = f"Etc/GMT{-offset:+d}" if offset else "UTC"  # Etc/GMT-3 is UTC+3
     token, _ = await api.register(timezone=zone)
-    await create(api, token, one_off("Soon", timedelta(seconds=30)))
+    await create(api, token, one_off("Soon", timedelta(minutes=10)))
     await create(api, token, one_off("Later today", timedelta(hours=2)))
     await create(api, token, one_off("Tomorrow", timedelta(hours=13)))
     assert (await api.execute(BADGES, token=token))["badges"] == {

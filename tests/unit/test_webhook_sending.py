@@ -3,12 +3,13 @@ request pinned to the checked address with the URL's own host."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from services.webhooks.addresses import parse_target
 from services.webhooks.client import pinned_request
 from services.webhooks.outbox import DeliveryTiming
-from services.webhooks.sender import DeliveryLimits, DeliverySlots
+from services.webhooks.sender import ADMIT_BACKLOG, DeliveryLimits, DeliverySlots
 
 
 def test_an_owner_or_a_host_at_its_bound_waits_while_others_go_on() -> None:
@@ -23,12 +24,27 @@ def test_an_owner_or_a_host_at_its_bound_waits_while_others_go_on() -> None:
     assert slots.per_user["ann"] == 2 and "b.example" not in slots.per_host
 
 
-def test_the_process_bound_counts_every_attempt() -> None:
+def test_the_process_admits_its_bound_and_a_backlog_then_refuses() -> None:
     slots = DeliverySlots(DeliveryLimits(per_process=2, per_user=2, per_host=2, allow_insecure=False))
-    assert slots.take_process() and slots.take_process()
+    admitted = 2 * (1 + ADMIT_BACKLOG)  # two attempting, the rest waiting for a slot
+    assert all(slots.take_process() for _ in range(admitted))
     assert not slots.take_process()
     slots.release_process()
     assert slots.take_process()
+
+
+async def test_a_busy_lane_is_waited_for_briefly_by_as_many_as_the_host_has_lanes() -> None:
+    slots = DeliverySlots(DeliveryLimits(per_process=8, per_user=4, per_host=2, allow_insecure=False))
+    assert slots.take_lane("ann", "a.example") and slots.take_lane("bob", "a.example")
+    first = asyncio.create_task(slots.wait_lane("carol", "a.example", within=5))
+    second = asyncio.create_task(slots.wait_lane("dave", "a.example", within=0.2))
+    await asyncio.sleep(0.05)
+    # a third waiter for the host is refused at once: one host holds at most twice its lanes
+    assert await slots.wait_lane("erin", "a.example", within=5) is False
+    assert await second is False  # nothing freed within its wait
+    slots.release_lane("ann", "a.example")
+    assert await asyncio.wait_for(first, 1) is True
+    assert slots.per_user["carol"] == 1 and slots.per_host["a.example"] == 2 and not slots.waiting
 
 
 def test_retries_double_up_to_the_cap() -> None:
