@@ -36,8 +36,23 @@ async def connect(server: ServerProcess) -> tuple[asyncio.StreamReader, asyncio.
 
 
 async def read_until_closed(reader: asyncio.StreamReader) -> bytes:
-    """Everything the server sends until it closes the connection (fails if it never does)."""
-    return await asyncio.wait_for(reader.read(), PATIENCE)
+    """Everything the server sends until it closes the connection (fails if it never does).
+
+    Read as it arrives: a byte the client still trickles after the server's close meets a closed socket,
+    which answers with a reset, and a reader waiting for the end would lose what it had not taken yet."""
+
+    async def until_closed() -> bytes:
+        received = b""
+        while True:
+            try:
+                chunk = await reader.read(65536)
+            except ConnectionResetError:
+                return received  # closed after its answer: the reset is the close
+            if not chunk:
+                return received
+            received += chunk
+
+    return await asyncio.wait_for(until_closed(), PATIENCE)
 
 
 async def trickle(writer: asyncio.StreamWriter, data: bytes, every: float = 0.2) -> None:

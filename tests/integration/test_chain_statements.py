@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -38,8 +38,13 @@ async def _user_with_tasks(count: int) -> Task:
 async def _statements_of_one_fire(task: Task) -> int:
     instance = await TaskInstance.get(task_id=task.id, status=InstanceStatus.PENDING)
     now = datetime.now(UTC)
-    # due now, with a live link of its own, so the run's worker pump leaves it to this test
-    await TaskInstance.filter(id=instance.id).update(fire_at=now, link_for=now, link_no=1, due_at=now)
+    # due in a second long past, with a link of its own just sent: the run's worker leaves it to this test
+    # (its fires gather the rows due in their own seconds, near now, and its pump resends only a link
+    # PROOFLOOP_LINK_OVERDUE_SECONDS old)
+    due = now.replace(microsecond=500_000) - timedelta(minutes=7)
+    await TaskInstance.filter(id=instance.id).update(
+        fire_at=due, link_for=due, linked_at=now, link_no=1, due_at=due, closes_at=due
+    )
     counter = StatementCounter()
     logger = logging.getLogger("tortoise.db_client")
     previous = logger.level
