@@ -424,3 +424,35 @@ async def test_bad_quiet_hours_are_refused_and_change_nothing(
     assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", field)
     kept = await api.execute("query { me { quietHours { start end } } }", token=token)
     assert kept["me"]["quietHours"] == {"start": "22:00", "end": "07:00"}
+
+
+async def test_quiet_hours_hold_an_owners_reminder_too(
+    api: ApiClient, env: dict[str, str], worker: WorkerProcess
+) -> None:
+    token, _ = await api.register()
+    now = datetime.now(UTC)
+    span = {"start": clock(now - timedelta(hours=1)), "end": clock(now + timedelta(hours=3))}
+    await api.execute(QUIET, {"q": span}, token=token)
+    with receiving() as receiver:
+        await register(api, token, receiver, ["DUE_SOON"])
+        reminder = [{"before": "OPENS", "offsetSeconds": 0}]
+        await api.execute(CREATE, {"input": one_off("Quiet reminder", 6, 3, reminder)}, token=token)
+
+        async def logged() -> bool:
+            log = (await api.execute(LOG, token=token))["webhooks"][0]["deliveries"]["edges"]
+            return bool(log)
+
+        await eventually(logged, 30, "the reminder fires and writes its delivery")
+        await asyncio.sleep(1.5)
+        assert receiver.requests == []  # held for the end of the span
+    connection = await asyncpg.connect(env["PROOFLOOP_DATABASE_URL"])
+    try:
+        row = await connection.fetchrow(
+            "SELECT d.kind, d.status, d.fire_at, d.link_no FROM webhook_deliveries d"
+            " JOIN webhooks w ON w.id = d.webhook_id WHERE w.url = $1",
+            receiver.url,
+        )
+    finally:
+        await connection.close()
+    assert row is not None and (row["kind"], row["status"], row["link_no"]) == ("DUE_SOON", "PENDING", 0)
+    assert row["fire_at"] == now.replace(second=0, microsecond=0) + timedelta(hours=3)
