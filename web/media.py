@@ -17,7 +17,7 @@ from models import Verification
 from services.accounts import authenticate, bearer_token, token_is_live
 from services.kit import Unauthenticated, decode_id, is_uuid
 from services.partners import access_for
-from services.proofs import link_is_valid
+from services.proofs import MEDIA_EXTENSIONS, link_is_valid
 from settings import Settings
 from storage.blobs import BlobStore
 
@@ -30,19 +30,11 @@ _SAFETY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; sandbox; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
 }
-# the media types our re-encoders write; anything else would be downloaded, never rendered
-_EXTENSIONS = {
-    "image/jpeg": "jpg",
-    "image/png": "png",
-    "image/webp": "webp",
-    "video/mp4": "mp4",
-    "video/webm": "webm",
-}
 
 
 def content_disposition(verification_id: str, kind: str, mime: str) -> str:
     """inline for the types a browser shows as media, with a filename of ours; attachment otherwise."""
-    extension = _EXTENSIONS.get(mime)
+    extension = MEDIA_EXTENSIONS.get(mime)
     if extension is None:
         return "attachment"
     return f'inline; filename="proof-{verification_id}-{kind}.{extension}"'

@@ -11,6 +11,7 @@ from services.accounts.accounts import (
     bearer_token,
     live_sessions_among,
     normalize_email,
+    token_digest,
     token_is_live,
 )
 from services.accounts.commitment_horizon import (
@@ -40,6 +41,7 @@ __all__ = [
     "normalize_email",
     "schedule_deletion",
     "set_commitment_horizon",
+    "token_digest",
     "token_is_live",
     "update_profile",
 ]

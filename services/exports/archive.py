@@ -34,6 +34,7 @@ from models import (
     WebhookDelivery,
 )
 from services.kit import format_instant
+from services.proofs import MEDIA_EXTENSIONS
 from storage import BlobStore
 
 # never in an archive: what would let its reader sign in, sign webhook bodies or download again
@@ -46,13 +47,6 @@ _SECRET: dict[type[Model], frozenset[str]] = {
 }
 # of someone else's proof the user decided as a partner: the decision, not the proof
 _DECIDED_FIELDS = ("id", "instance_id", "user_id", "status", "reason", "decided_at", "review_comment")
-_EXTENSIONS = {
-    "image/jpeg": "jpg",
-    "image/png": "png",
-    "image/webp": "webp",
-    "video/mp4": "mp4",
-    "video/webm": "webm",
-}
 ARCHIVE_NAME = "proofloop-export.json"
 
 
@@ -116,7 +110,7 @@ async def gather(user: User) -> Contents:
     contents = Contents(document)
     for proof in proofs:
         if proof.media_digest and proof.media_mime:
-            extension = _EXTENSIONS.get(proof.media_mime, "bin")
+            extension = MEDIA_EXTENSIONS.get(proof.media_mime, "bin")
             contents.media.append((f"media/{proof.id}.{extension}", proof.media_digest))
         if proof.thumbnail_digest:
             contents.media.append((f"media/{proof.id}-thumbnail.jpg", proof.thumbnail_digest))

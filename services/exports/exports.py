@@ -11,7 +11,6 @@ removed by it. Downloads (web/exports.py) check the token against the digest in 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from uuid import UUID
 from tortoise.queryset import QuerySet
 
 from models import DataExport, ExportStatus, User
+from services.accounts import token_digest
 from services.exports.archive import gather, write_archive
 from services.kit import (
     MAIL_QUEUE,
@@ -56,10 +56,6 @@ def build_message(export_id: str) -> Outgoing:
 
 def archive_path(exports_dir: Path, export_id: object) -> Path:
     return exports_dir / f"{UUID(str(export_id))}.zip"
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 async def request_export(user: User, rules: ExportRules) -> DataExport:

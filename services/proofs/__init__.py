@@ -6,7 +6,7 @@ from __future__ import annotations
 from services.proofs.decode_gate import DecodeGate
 from services.proofs.gps import CheckIn, check_in
 from services.proofs.media import MediaPolicy, MediaUpload, submit_photo, submit_video
-from services.proofs.media_links import link_is_valid, media_url
+from services.proofs.media_links import MEDIA_EXTENSIONS, link_is_valid, media_url
 from services.proofs.media_storage import remove_unreferenced, sweep_orphans_forever
 from services.proofs.review import (
     REVIEW_ORDER,
@@ -18,6 +18,7 @@ from services.proofs.review import (
 )
 
 __all__ = [
+    "MEDIA_EXTENSIONS",
     "REVIEW_ORDER",
     "CheckIn",
     "DecodeGate",

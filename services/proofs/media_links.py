@@ -12,6 +12,15 @@ import time
 from urllib.parse import urlencode
 
 MAX_TTL_SECONDS = 600
+# the media types our re-encoders write, and the extension a file of each is named with (served inline,
+# exported); anything else would be downloaded, never rendered
+MEDIA_EXTENSIONS = {
+    "image/jpeg": "jpg",
+    "image/png": "png",
+    "image/webp": "webp",
+    "video/mp4": "mp4",
+    "video/webm": "webm",
+}
 
 
 def _signature(
