@@ -13,11 +13,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 import psutil
 import redis
+
+from harness.proofloop import migrated_database
 
 PG_BIN = Path(os.environ.get("PROOFLOOP_CHAOS_PG_BIN", "/usr/lib/postgresql/15/bin"))
 REDIS_SERVER = os.environ.get("PROOFLOOP_CHAOS_REDIS_SERVER", "/usr/bin/redis-server")
@@ -191,3 +194,21 @@ class PrivateRedis:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def local_receivers_env(
+    service_env: dict[str, str], database_prefix: str, overrides: dict[str, str] | None = None
+) -> Iterator[dict[str, str]]:
+    """The run's settings on a PostgreSQL database and a redis-server of their own, with webhooks to
+    receivers on this machine allowed (as under `make run`): the run's own worker keeps production's
+    address rules and would refuse them, so it must never see this environment's deliveries."""
+    with PrivateRedis() as redis_server, migrated_database(database_prefix) as url:
+        yield {
+            **service_env,
+            "PROOFLOOP_DATABASE_URL": url,
+            "PROOFLOOP_REDIS_URL": redis_server.url,
+            "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
+            "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
+            **(overrides or {}),
+        }

@@ -17,7 +17,7 @@ import pytest
 from harness.chain_support import eventually
 from harness.mailbox import Mailbox
 from harness.media_factory import photo
-from harness.private_services import PrivateRedis
+from harness.private_services import local_receivers_env
 from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
@@ -26,7 +26,6 @@ from harness.proofloop import (
     create_open_task,
     file_var,
     free_port,
-    migrated_database,
     upload,
 )
 from tests.api.reminder_support import receiving
@@ -53,15 +52,10 @@ REGISTER = """mutation($e: String!, $n: String!) {
 
 @pytest.fixture(scope="module")
 def env(service_env: dict[str, str]) -> Iterator[dict[str, str]]:
-    with PrivateRedis() as redis_server, migrated_database("proofloop_deletion") as url:
-        yield {
-            **service_env,
-            "PROOFLOOP_DATABASE_URL": url,
-            "PROOFLOOP_REDIS_URL": redis_server.url,
-            "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
-            "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
-            "PROOFLOOP_ACCOUNT_DELETION_GRACE_SECONDS": str(GRACE_SECONDS),
-        }
+    with local_receivers_env(
+        service_env, "proofloop_deletion", {"PROOFLOOP_ACCOUNT_DELETION_GRACE_SECONDS": str(GRACE_SECONDS)}
+    ) as env:
+        yield env
 
 
 @pytest.fixture(scope="module")

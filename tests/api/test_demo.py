@@ -13,8 +13,8 @@ import pytest
 
 from demo import run_demo
 from harness.mailbox import Mailbox, mailed_token
-from harness.private_services import PrivateRedis
-from harness.proofloop import ServerProcess, WorkerProcess, free_port, migrated_database
+from harness.private_services import local_receivers_env
+from harness.proofloop import ServerProcess, WorkerProcess, free_port
 
 EVENTS = "query($user: ID) { events(userId: $user, first: 100) { type taskTitle } }"
 # reminders come from the worker at their time: the first ("at open") is due as the demo starts
@@ -29,14 +29,8 @@ ME = "{ me { id } }"
 def env(service_env: dict[str, str]) -> Iterator[dict[str, str]]:
     """A database and Redis of their own, with `make run`'s local webhook receivers allowed (the run's
     own worker keeps production's address rules)."""
-    with PrivateRedis() as redis_server, migrated_database("proofloop_demo") as url:
-        yield {
-            **service_env,
-            "PROOFLOOP_DATABASE_URL": url,
-            "PROOFLOOP_REDIS_URL": redis_server.url,
-            "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
-            "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
-        }
+    with local_receivers_env(service_env, "proofloop_demo") as env:
+        yield env
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pytest
 from harness.chain_support import eventually
 from harness.mailbox import Mailbox
 from harness.media_factory import photo
-from harness.private_services import PrivateRedis
+from harness.private_services import local_receivers_env
 from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
@@ -29,7 +29,6 @@ from harness.proofloop import (
     create_open_task,
     file_var,
     free_port,
-    migrated_database,
     row_key,
     upload,
 )
@@ -54,15 +53,10 @@ HOOK_SECRET = "a webhook secret nobody may read back"
 @pytest.fixture(scope="module")
 def env(service_env: dict[str, str]) -> Iterator[dict[str, str]]:
     """A database and Redis of their own: webhooks to this machine, and a budget of its own."""
-    with PrivateRedis() as redis_server, migrated_database("proofloop_exports") as url:
-        yield {
-            **service_env,
-            "PROOFLOOP_DATABASE_URL": url,
-            "PROOFLOOP_REDIS_URL": redis_server.url,
-            "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
-            "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
-            "PROOFLOOP_EXPORTS_PER_DAY": str(PER_DAY),
-        }
+    with local_receivers_env(
+        service_env, "proofloop_exports", {"PROOFLOOP_EXPORTS_PER_DAY": str(PER_DAY)}
+    ) as env:
+        yield env
 
 
 @pytest.fixture(scope="module")

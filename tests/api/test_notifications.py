@@ -23,7 +23,7 @@ import pytest
 
 from harness.chain_support import eventually
 from harness.mailbox import Mailbox
-from harness.private_services import PrivateRedis
+from harness.private_services import local_receivers_env
 from harness.proofloop import (
     ROOT,
     ApiClient,
@@ -32,7 +32,6 @@ from harness.proofloop import (
     WorkerProcess,
     create_open_task,
     free_port,
-    migrated_database,
     partner_pair,
 )
 from tests.api.reminder_support import Receiver, receiving, verify_signature
@@ -63,17 +62,16 @@ SECRET = "a shared secret of some length"
 def env(service_env: dict[str, str]) -> Iterator[dict[str, str]]:
     """A database and Redis of their own: this module's workers send to receivers on 127.0.0.1, which the
     run's own worker (production address rules) would refuse."""
-    with PrivateRedis() as redis_server, migrated_database("proofloop_notify") as url:
-        yield {
-            **service_env,
-            "PROOFLOOP_DATABASE_URL": url,
-            "PROOFLOOP_REDIS_URL": redis_server.url,
-            "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
-            "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
+    with local_receivers_env(
+        service_env,
+        "proofloop_notify",
+        {
             "PROOFLOOP_WEBHOOK_BACKOFF_SECONDS": "0.2",
             "PROOFLOOP_WEBHOOK_MAX_ATTEMPTS": "2",
             "PROOFLOOP_WEBHOOK_TRIES_PER_HOUR": str(TRIES_PER_HOUR),
-        }
+        },
+    ) as env:
+        yield env
 
 
 @pytest.fixture(scope="module")
