@@ -38,6 +38,7 @@ from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
 from web.health import healthz, probe_outages, readyz
 from web.heap import freeze_start_up, frozen_subscriptions
+from web.integrations import integrations_endpoint
 from web.media import media_endpoint
 from web.metrics import metrics
 from web.origins import allowed_headers, allowed_origins
@@ -142,6 +143,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             graphiql_assets(),
             Route("/media/{verification_id}", media_endpoint(settings)),
             Route("/exports/{export_id}", exports_endpoint(settings)),
+            Route("/integrations/{key}/events", integrations_endpoint(settings), methods=["POST"]),
         ],
         middleware=[
             Middleware(

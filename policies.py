@@ -13,7 +13,7 @@ from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
 from services.exports import ExportRules
 from services.kit import AttemptWindow, EventIds, LoginBackoff, event_ids
-from services.proofs import DecodeGate, MediaPolicy
+from services.proofs import DecodeGate, IntegrationPolicy, MediaPolicy
 from services.timers import PumpSettings
 from services.webhooks import DeliveryLimits, DeliveryTiming
 from settings import Settings
@@ -81,6 +81,15 @@ def media_policy(settings: Settings, gate: DecodeGate) -> MediaPolicy:
     )
 
 
+def integration_policy(settings: Settings) -> IntegrationPolicy:
+    return IntegrationPolicy(
+        max_body_bytes=settings.integration_max_body_bytes,
+        events_per_day=settings.integration_events_per_day,
+        replay_seconds=settings.integration_replay_seconds,
+        per_address=AttemptWindow("integration-address", settings.integration_requests_per_minute, 60),
+    )
+
+
 def delivery_limits(settings: Settings) -> DeliveryLimits:
     return DeliveryLimits(
         per_process=settings.webhook_concurrency,
@@ -118,6 +127,7 @@ class ApiPolicies:
     media: MediaPolicy
     webhook_tries: AttemptWindow  # test pings and redeliveries, per user
     exports: ExportRules
+    integrations: IntegrationPolicy
 
 
 def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate: DecodeGate) -> ApiPolicies:
@@ -128,6 +138,7 @@ def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate:
         media=media_policy(settings, decode_gate),
         webhook_tries=AttemptWindow("webhook-tries", settings.webhook_tries_per_hour, 3600),
         exports=export_rules(settings),
+        integrations=integration_policy(settings),
     )
 
 

@@ -295,6 +295,31 @@ class Settings(BaseSettings):
             "is `<PROOFLOOP_API_URL or PROOFLOOP_PUBLIC_URL>/exports/<id>?token=…`."
         ),
     )
+    integration_max_body_bytes: int = Field(
+        default=16 * 1024,
+        description=(
+            "Largest integration event body (`POST /integrations/<key>/events`); a larger one is "
+            "`PAYLOAD_TOO_LARGE` (HTTP 413), unread."
+        ),
+    )
+    integration_events_per_day: int = Field(
+        default=50,
+        description="Integration events one task may record in any 24 hours; one more is `RATE_LIMITED`.",
+    )
+    integration_replay_seconds: int = Field(
+        default=300,
+        description=(
+            "How far an integration event's `X-Proofloop-Timestamp` may be from the database clock; "
+            "further is `UNAUTHENTICATED` (an old signed request cannot be replayed)."
+        ),
+    )
+    integration_requests_per_minute: int = Field(
+        default=60,
+        description=(
+            "Integration event requests one client address may send per minute, signed or not; more are "
+            "`RATE_LIMITED` (HTTP 429) before any is read."
+        ),
+    )
 
     # == Request budgets and quotas
     max_query_cost: int = Field(

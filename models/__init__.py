@@ -16,6 +16,7 @@ from models.enums import (
 from models.event import Event
 from models.export import DataExport
 from models.instance import TaskInstance
+from models.integration_event import IntegrationEvent
 from models.mail import OutgoingMail
 from models.partnership import Partnership
 from models.reminder import InstanceReminder
@@ -33,6 +34,7 @@ __all__ = [
     "ExportStatus",
     "InstanceReminder",
     "InstanceStatus",
+    "IntegrationEvent",
     "MailedToken",
     "MailedTokenPurpose",
     "OutgoingMail",

@@ -10,6 +10,7 @@ class VerificationMethod(StrEnum):
     PHOTO = "PHOTO"
     PARTNER = "PARTNER"
     VIDEO = "VIDEO"
+    INTEGRATION = "INTEGRATION"  # an activity another service reports, signed with the task's secret
 
 
 class TaskState(StrEnum):
@@ -43,6 +44,9 @@ class RejectionReason(StrEnum):
     TOO_SHORT = "TOO_SHORT"
     PARTNER_REJECTED = "PARTNER_REJECTED"
     REVIEW_TIMED_OUT = "REVIEW_TIMED_OUT"
+    OCCURRED_OUTSIDE_WINDOW = "OCCURRED_OUTSIDE_WINDOW"  # an activity completed outside the window
+    ACTIVITY_MISMATCH = "ACTIVITY_MISMATCH"  # an activity of a type the rule does not list
+    BELOW_MIN_DISTANCE = "BELOW_MIN_DISTANCE"  # an activity that covered less than the rule's distance
 
 
 class ReviewTimeoutPolicy(StrEnum):

@@ -31,6 +31,12 @@ class Task(Model):
     gps_radius_meters = fields.FloatField(null=True)
     gps_max_accuracy_meters = fields.FloatField(null=True)
     video_min_duration_seconds = fields.FloatField(null=True)
+    # INTEGRATION: {"activity_types": [...], "min_duration_seconds": x, "min_distance_meters": y}
+    activity_rule: dict[str, object] | None = fields.JSONField(null=True)
+    # INTEGRATION: the endpoint's path key and the HMAC secret its events are signed with (both replaced
+    # together by connectIntegration; the secret is needed in the clear to check a signature)
+    integration_key = fields.CharField(max_length=43, null=True)  # unique: migration 0018
+    integration_secret = fields.CharField(max_length=64, null=True)
     review_window_seconds = fields.IntField(null=True)
     review_on_timeout = fields.CharEnumField(ReviewTimeoutPolicy, max_length=16, null=True)
     # [[anchor, offset_seconds], ...] (services/reminders/reminders.py): each planned instance gets

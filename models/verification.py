@@ -37,6 +37,9 @@ class Verification(Model):
     media_bytes = fields.BigIntField(null=True)  # what the blobs cost the owner's storage quota
     fingerprints: fields.JSONField[list[str] | None] = fields.JSONField(null=True)  # perceptual hashes (hex)
 
+    # INTEGRATION: what the event reported (services/proofs/integration.py spells the keys)
+    activity: dict[str, object] | None = fields.JSONField(null=True)
+
     note = fields.TextField(null=True)
     reviewer: fields.ForeignKeyNullableRelation[User] = fields.ForeignKeyField(
         "models.User", related_name="reviews", null=True, on_delete=fields.SET_NULL

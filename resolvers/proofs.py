@@ -13,6 +13,7 @@ from models import Verification as VerificationRow
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.inputs import GeoPointInput, aware
+from schema.types.integration import IntegrationConnection, endpoint_url
 from schema.types.verification import Verification
 from services import proofs
 from services.chain import ChainTiming
@@ -88,6 +89,18 @@ class ProofMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_video(self, info: Info, instance_id: strawberry.ID, video: Upload) -> Verification:
         return await _submit_media(info, instance_id, video, "video", proofs.submit_video)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="gives your INTEGRATION task a new event endpoint and secret (shown once); the "
+        "previous pair stops working at once",
+    )
+    async def connect_integration(self, info: Info, task_id: strawberry.ID) -> IntegrationConnection:
+        row, secret = await proofs.connect_integration(await info.context.viewer(), str(task_id))
+        assert row.integration_key is not None
+        return IntegrationConnection(
+            task_row=row, endpoint_url=endpoint_url(info, row.integration_key), secret=secret
+        )
 
 
 async def _submit_media(

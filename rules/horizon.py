@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from rules.activity import ActivityRule, activity_rule_easier
+
 
 class RuleField(StrEnum):
     WINDOW = "window_seconds"
@@ -22,6 +24,7 @@ class RuleField(StrEnum):
     GPS_ACCURACY = "gps_max_accuracy_meters"
     VIDEO_MIN_DURATION = "video_min_duration_seconds"
     PARTNER_REVIEW = "partner_review"
+    ACTIVITY = "activity_rule"  # an INTEGRATION task's rule, judged as a whole
 
 
 class Lifecycle(StrEnum):
@@ -45,7 +48,7 @@ class DueSpan:
     last: datetime | None = None  # when it continues: its final due time (None: it never ends)
 
 
-Value = float | tuple[float, float] | PartnerReview | DueSpan
+Value = float | tuple[float, float] | PartnerReview | ActivityRule | DueSpan
 
 _LARGER_IS_EASIER = frozenset(
     {RuleField.WINDOW, RuleField.GRACE, RuleField.GPS_RADIUS, RuleField.GPS_ACCURACY}
@@ -68,6 +71,10 @@ def makes_easier(field: RuleField, old: Value, new: Value) -> bool:
         assert isinstance(old, PartnerReview)
         assert isinstance(new, PartnerReview)
         return _review_easier(old, new)
+    if field is RuleField.ACTIVITY:
+        assert isinstance(old, ActivityRule)
+        assert isinstance(new, ActivityRule)
+        return activity_rule_easier(old, new)
     assert isinstance(old, DueSpan)
     assert isinstance(new, DueSpan)
     return _occurrences_easier(old, new)

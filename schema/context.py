@@ -4,9 +4,8 @@ state, opened by app.py's lifespan), the caller, fresh DataLoaders."""
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -23,10 +22,8 @@ from services.kit import BadInput, EventIds, Unauthenticated, db_now, event_ids
 from services.partners import Access
 from services.proofs import DecodeGate
 from settings import Settings
+from web.arrival import arrival_of
 from web.state import ApiResources, resources_of
-
-# request.state key: time.monotonic() when the request started (set by web/uploads.UploadLimits)
-ARRIVED_MONOTONIC = "arrived_monotonic"
 
 
 @dataclass
@@ -124,18 +121,8 @@ class Context:
         return await self._now
 
     async def arrival(self) -> datetime:
-        """When this request arrived, on the database clock: a proof is judged then, not after its body.
-
-        web/uploads.UploadLimits stamps the monotonic clock as the request starts; the database clock read
-        now, less the time since, is the database's time at arrival (without a query per request).
-        """
-        started = getattr(self.request.state, ARRIVED_MONOTONIC, None)
-        if not isinstance(started, float):
-            return await self.now()
-        before = time.monotonic()
-        now = await db_now()
-        elapsed = (before + time.monotonic()) / 2 - started
-        return now - timedelta(seconds=max(0.0, elapsed))
+        """When this request arrived, on the database clock (web/arrival.py)."""
+        return await arrival_of(self.request.state)
 
     def spend_upcoming(self, count: int) -> None:
         """Charge `count` due times to this request; BAD_USER_INPUT past the per-request cap."""

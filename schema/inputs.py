@@ -8,6 +8,7 @@ import strawberry
 
 from models import ReminderAnchor as ReminderAnchorRow
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
+from rules.activity import ActivityRule
 from rules.recurrence import Schedule
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod
 from services.kit import BadInput
@@ -19,6 +20,7 @@ from services.tasks import (
     SchedulePatch,
     TaskDraft,
     TaskPatch,
+    activity_rule,
     check_schedule_text,
 )
 
@@ -77,6 +79,21 @@ class VideoRuleInput:
     min_duration_seconds: float
 
 
+@strawberry.input(
+    description="an INTEGRATION task's rule: which reported activities prove an instance (all must hold)"
+)
+class IntegrationRuleInput:
+    activity_types: list[str] = strawberry.field(
+        default_factory=list,
+        description="at most 20, compared case-insensitively (e.g. run, ride, build); empty: any type",
+    )
+    min_duration_seconds: float = strawberry.field(default=0.0, description="0: no minimum")
+    min_distance_meters: float = strawberry.field(default=0.0, description="0: no minimum")
+
+    def to_rule(self) -> ActivityRule:
+        return activity_rule(self.activity_types, self.min_duration_seconds, self.min_distance_meters)
+
+
 @strawberry.input
 class PartnerRuleInput:
     review_window_seconds: int = DEFAULT_REVIEW_WINDOW_SECONDS
@@ -110,6 +127,9 @@ class CreateTaskInput:
     partner_review: PartnerRuleInput | None = strawberry.field(
         default=None, description="used when method = PARTNER"
     )
+    integration: IntegrationRuleInput | None = strawberry.field(
+        default=None, description="used when method = INTEGRATION; left out: any activity in the window"
+    )
     reminders: list[ReminderInput] | None = strawberry.field(
         default=None, description="at most 5; each fires after the previous occurrence has closed"
     )
@@ -124,6 +144,7 @@ class CreateTaskInput:
             gps=self.gps.to_draft() if self.gps else None,
             video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
             partner=self.partner_review.to_draft() if self.partner_review else None,
+            activity=self.integration.to_rule() if self.integration else None,
             reminders=reminder_offsets(self.reminders or []),
         )
 
@@ -159,6 +180,7 @@ class UpdateTaskInput:
     gps: GpsRuleInput | None = strawberry.UNSET
     video: VideoRuleInput | None = strawberry.UNSET
     partner_review: PartnerRuleInput | None = strawberry.UNSET
+    integration: IntegrationRuleInput | None = strawberry.UNSET
     reminders: list[ReminderInput] | None = strawberry.field(
         default=strawberry.UNSET, description="replaces the task's reminders; [] removes them"
     )
@@ -172,5 +194,6 @@ class UpdateTaskInput:
             gps=self.gps.to_draft() if self.gps else None,
             video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
             partner=self.partner_review.to_draft() if self.partner_review else None,
+            activity=self.integration.to_rule() if self.integration else None,
             reminders=reminder_offsets(self.reminders) if isinstance(self.reminders, list) else None,
         )

@@ -15,11 +15,11 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from observability.outages import outage
-from schema.context import ARRIVED_MONOTONIC
 from schema.errors import unavailable, unavailable_after
 from services.accounts import authenticate, bearer_token
 from services.kit import ServiceUnavailable, Unauthenticated
 from settings import Settings
+from web.arrival import ARRIVED_MONOTONIC
 from web.graphql_view import response_media_type, unavailable_response
 
 GRAPHQL_PATH = "/graphql"

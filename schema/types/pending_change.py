@@ -8,6 +8,7 @@ import strawberry
 
 from models import Task as TaskRow
 from schema.enums import ReviewTimeoutPolicy
+from schema.types.integration import PendingIntegrationRule
 from services.tasks import GPS_PARTS
 from services.tasks import PendingChange as WaitingChange
 
@@ -48,6 +49,9 @@ class PendingChange:
     gps: PendingGpsRule | None
     video_min_duration_seconds: float | None
     partner_review: PendingPartnerRule | None
+    integration: PendingIntegrationRule | None = strawberry.field(
+        description="the activity rule it will have"
+    )
 
 
 def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
@@ -68,6 +72,9 @@ def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
             on_timeout=ReviewTimeoutPolicy(partner.on_timeout.value),
         )
         if partner is not None
+        else None,
+        integration=PendingIntegrationRule.of(pending.activity_rule)
+        if pending.activity_rule is not None
         else None,
     )
 

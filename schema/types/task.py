@@ -9,6 +9,7 @@ import strawberry
 from models import Task as TaskRow
 from schema.context import Info
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, TaskState, VerificationMethod
+from schema.types.integration import IntegrationRule
 from schema.types.node import Node
 from schema.types.pagination import PageInfo, page_request
 from schema.types.pending_change import PendingChange, pending_change_of
@@ -17,7 +18,7 @@ from services.feed import Scope, ScopeKind
 from services.kit import check_page_size, global_id
 from services.reminders import offsets_of
 from services.schedules import upcoming
-from services.tasks import INSTANCE_ORDER, InstancePage
+from services.tasks import INSTANCE_ORDER, InstancePage, activity_rule_of
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance, TaskInstanceConnection
@@ -124,6 +125,11 @@ class Task(Node):
         if row.review_window_seconds is None or row.review_on_timeout is None:
             return None
         return PartnerRule(review_window_seconds=row.review_window_seconds, on_timeout=row.review_on_timeout)
+
+    @strawberry.field(description="INTEGRATION: the rule reported activities are judged by")
+    def integration(self) -> IntegrationRule | None:
+        rule = activity_rule_of(self.row)
+        return IntegrationRule(row=self.row, rule=rule) if rule is not None else None
 
     @strawberry.field(description="the owner's alone: empty for partners")
     async def reminders(self, info: Info) -> list[Reminder]:

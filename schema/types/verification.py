@@ -9,11 +9,12 @@ from models import TaskInstance as TaskInstanceRow
 from models import Verification as VerificationRow
 from schema.context import Info
 from schema.enums import InstanceStatus, RejectionReason, VerificationMethod, VerificationStatus
+from schema.types.integration import Activity
 from schema.types.node import Node
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
 from services.kit import global_id
-from services.proofs import media_url
+from services.proofs import ActivityRecord, media_url
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance
@@ -99,6 +100,12 @@ class Verification(Node):
     @strawberry.field(description="PHOTO/VIDEO: likewise")
     async def thumbnail_url(self, info: Info) -> str | None:
         return await self._media_link(info, "thumbnail", self.row.thumbnail_digest)
+
+    @strawberry.field(description="INTEGRATION: what the integration reported; owner and active partners")
+    def activity(self) -> Activity | None:
+        if self.row.activity is None:
+            return None
+        return Activity(record=ActivityRecord.read(self.row.activity), owner_id=str(self.row.user_id))
 
     @strawberry.field
     def note(self) -> str | None:

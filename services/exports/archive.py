@@ -25,6 +25,7 @@ from models import (
     DataExport,
     Event,
     InstanceReminder,
+    IntegrationEvent,
     Partnership,
     Task,
     TaskInstance,
@@ -42,6 +43,7 @@ _SECRET: dict[type[Model], frozenset[str]] = {
     User: frozenset({"password_hash"}),
     AuthToken: frozenset({"digest"}),
     Webhook: frozenset({"secret"}),
+    Task: frozenset({"integration_key", "integration_secret"}),  # the endpoint and what signs its events
     WebhookDelivery: frozenset({"body", "link_no", "link_for", "linked_at", "put_offs"}),
     DataExport: frozenset({"token_digest"}),
 }
@@ -93,6 +95,9 @@ async def gather(user: User) -> Contents:
             for r in await InstanceReminder.filter(instance__task_id__in=task_ids).order_by("remind_at")
         ],
         "verifications": [row_dict(r) for r in proofs],
+        "integrationEvents": [
+            row_dict(r) for r in await IntegrationEvent.filter(task_id__in=task_ids).order_by("received_at")
+        ],
         "reviewsDecided": [row_dict(r, _DECIDED_FIELDS) for r in decided],
         "events": [row_dict(r) for r in await Event.filter(user_id=user.id).order_by("id")],
         "partnerships": [

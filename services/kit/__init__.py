@@ -43,6 +43,7 @@ from services.kit.paging import (
 )
 from services.kit.public_addresses import is_public_address
 from services.kit.rate_limits import AttemptWindow, LoginBackoff, remember_owner_address
+from services.kit.signatures import signature, signature_matches
 
 __all__ = [
     "CHAIN_QUEUE",
@@ -89,6 +90,8 @@ __all__ = [
     "remember_owner_address",
     "send",
     "send_after_commit",
+    "signature",
+    "signature_matches",
     "split_global_id",
     "write_transaction",
 ]

@@ -71,6 +71,13 @@ class Accept(Protocol):
     ) -> Verification | None: ...
 
 
+class Journal(Protocol):
+    """What a kind records beside its Verification, in the same transaction under the task's lock (its
+    refusal rolls the proof back: nothing is kept of a proof the kind refuses to record)."""
+
+    async def __call__(self, task: Task, verification: Verification, /) -> None: ...
+
+
 @dataclass(frozen=True)
 class ProofKind:
     """What one kind of proof brings to the pipeline; `prove` decides when each part runs."""
@@ -83,6 +90,7 @@ class ProofKind:
     upload_bytes: int | None = None  # an upload's size, counted against the quota before it is read
     storage: MediaStorage | None = None
     judge_late: bool = False  # judge a proof that arrived outside the window too (it is cheap)
+    journal: Journal | None = None
 
 
 async def prove(
@@ -105,7 +113,7 @@ async def prove(
     late = window_reason(target, arrival)
     if late is not None and not kind.judge_late:
         draft = new_verification(target, arrival, **kind.evidence)
-        return await record_outcome(target, draft, late, arrival, timing, kind.accept)
+        return await record_outcome(target, draft, late, arrival, timing, kind.accept, kind.journal)
     if kind.storage is not None and kind.upload_bytes is not None:
         await check_quota(str(viewer.id), kind.upload_bytes, kind.storage.quota_bytes)
     # 3. expensive checks, the deadline held meanwhile: a decode under the gate, then the kind's rules
@@ -116,7 +124,7 @@ async def prove(
         # 4. settle (or open the review) and plan the next instance in one transaction, then 5. after
         # commit, keep the media only for a proof the transaction accepted
         if reason is not None or judged.media is None or kind.storage is None:
-            return await record_outcome(target, draft, reason, arrival, timing, kind.accept)
+            return await record_outcome(target, draft, reason, arrival, timing, kind.accept, kind.journal)
         return await _record_keeping_media(
             target, draft, judged.media, kind.storage, arrival, timing, kind.accept
         )
@@ -225,17 +233,22 @@ async def record_outcome(
     arrival: datetime,
     timing: ChainTiming,
     accept: Accept = settle_verified,
+    journal: Journal | None = None,
 ) -> Verification:
     """Write the proof's outcome in one transaction: accepted, or REJECTED leaving the instance PENDING."""
     due = await planned_due_times(target, timing) if reason is None else None
     async with write_transaction():
         task = await lock_with_due_change(str(target.task.id), timing)
+        recorded = None
         if reason is None:
-            accepted = await accept(task, target, draft, arrival, timing, due)
-            if accepted is not None:
-                return accepted
-            reason = RejectionReason.OUTSIDE_WINDOW  # unless the instance settled meanwhile (checked below)
-        return await record_rejected(task, draft, reason, arrival)
+            recorded = await accept(task, target, draft, arrival, timing, due)
+            # unless the instance settled meanwhile (record_rejected checks), it closed while we judged
+            reason = RejectionReason.OUTSIDE_WINDOW
+        if recorded is None:
+            recorded = await record_rejected(task, draft, reason, arrival)
+        if journal is not None:
+            await journal(task, recorded)
+        return recorded
 
 
 async def _record_keeping_media(

@@ -3,6 +3,7 @@ that wait out the commitment horizon, and the pump tick that hands timers over."
 
 from __future__ import annotations
 
+from services.tasks.activity_rules import activity_rule, activity_rule_of
 from services.tasks.drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
@@ -55,6 +56,8 @@ __all__ = [
     "TaskPatch",
     "WaitingShape",
     "ZoneMoves",
+    "activity_rule",
+    "activity_rule_of",
     "agenda",
     "apply_changes_before_links",
     "apply_changes_of",

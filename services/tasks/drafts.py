@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from models import ReviewTimeoutPolicy, VerificationMethod
+from rules.activity import ActivityRule
 from rules.errors import InvalidInput
 from rules.gps import validate_point
 from rules.recurrence import Schedule
@@ -33,6 +34,8 @@ class GpsRuleDraft:
 
 # a PARTNER task's review window when none is given
 DEFAULT_REVIEW_WINDOW_SECONDS = 86400
+# an INTEGRATION task's rule when none is given: any signed activity inside the window proves it
+ANY_ACTIVITY = ActivityRule(frozenset())
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class TaskDraft:
     gps: GpsRuleDraft | None = None
     video_min_duration_seconds: float | None = None
     partner: PartnerRuleDraft | None = None
+    activity: ActivityRule | None = None  # INTEGRATION (checked when the input is read)
     reminders: tuple[ReminderOffset, ...] = ()
 
 
@@ -72,6 +76,7 @@ class TaskPatch:
     gps: GpsRuleDraft | None = None
     video_min_duration_seconds: float | None = None
     partner: PartnerRuleDraft | None = None
+    activity: ActivityRule | None = None
     reminders: tuple[ReminderOffset, ...] | None = None  # None keeps them; () removes them
 
 

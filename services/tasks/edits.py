@@ -15,6 +15,7 @@ from services.chain import OPEN_STATUSES, ChainTiming, NextPlan, cancel_open_ins
 from services.kit import db_now
 from services.reminders import stored
 from services.schedules import DueTimes, next_due_after
+from services.tasks.activity_rules import stored_activity_rule
 from services.tasks.drafts import TaskPatch
 
 
@@ -42,6 +43,8 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
     if patch.partner is not None:
         task.review_window_seconds = patch.partner.review_window_seconds
         task.review_on_timeout = patch.partner.on_timeout
+    if patch.activity is not None:
+        task.activity_rule = stored_activity_rule(patch.activity)
     if patch.reminders is not None:
         task.reminders = stored(patch.reminders)
 

@@ -15,6 +15,8 @@ from enum import StrEnum
 from typing import Any
 
 from models import ReviewTimeoutPolicy
+from rules.activity import ActivityRule
+from services.tasks.activity_rules import read_activity_rule, stored_activity_rule
 from services.tasks.drafts import PartnerRuleDraft
 
 
@@ -29,13 +31,15 @@ class Part(StrEnum):
     GPS_ACCURACY = "gps_max_accuracy_meters"
     VIDEO_MIN_DURATION = "video_min_duration_seconds"
     PARTNER_REVIEW = "partner_review"
+    ACTIVITY = "activity_rule"
     PAUSE = "pause"
     DELETE = "delete"
 
 
 SCHEDULE_PARTS = frozenset({Part.SHAPE, Part.WINDOW, Part.GRACE})
 GPS_PARTS = frozenset({Part.GPS_CENTER, Part.GPS_RADIUS, Part.GPS_ACCURACY})
-RULE_PARTS = GPS_PARTS | {Part.VIDEO_MIN_DURATION, Part.PARTNER_REVIEW}  # set in place on the task row
+# set in place on the task row
+RULE_PARTS = GPS_PARTS | {Part.VIDEO_MIN_DURATION, Part.PARTNER_REVIEW, Part.ACTIVITY}
 _FLAGS = frozenset({Part.PAUSE, Part.DELETE})
 
 
@@ -57,6 +61,7 @@ class PendingChange:
     gps_max_accuracy_meters: float | None = None
     video_min_duration_seconds: float | None = None
     partner_review: PartnerRuleDraft | None = None
+    activity_rule: ActivityRule | None = None
     pause: bool = False
     delete: bool = False
 
@@ -89,6 +94,7 @@ class PendingChange:
             gps_max_accuracy_meters=c.get("gps_max_accuracy_meters"),
             video_min_duration_seconds=c.get("video_min_duration_seconds"),
             partner_review=partner,
+            activity_rule=read_activity_rule(c["activity_rule"]) if "activity_rule" in c else None,
             pause=bool(c.get("pause")),
             delete=bool(c.get("delete")),
         )
@@ -114,6 +120,8 @@ class PendingChange:
         if self.partner_review is not None:
             c["review_window_seconds"] = self.partner_review.review_window_seconds
             c["review_on_timeout"] = self.partner_review.on_timeout.value
+        if self.activity_rule is not None:
+            c["activity_rule"] = stored_activity_rule(self.activity_rule)
         if self.pause:
             c["pause"] = True
         if self.delete:

@@ -25,6 +25,7 @@ from rules.recurrence import Schedule
 from services.chain import ChainTiming, lock_task
 from services.kit import db_now
 from services.schedules import DueTimes, prefetch_many
+from services.tasks.activity_rules import activity_rule_of
 from services.tasks.drafts import GpsRuleDraft, SchedulePatch, TaskPatch
 from services.tasks.edits import Replan, apply_fields, before, delete_all, pause_all, replan_all
 from services.tasks.pending_change import GPS_PARTS, RULE_PARTS, Part, PendingChange, WaitingShape
@@ -131,6 +132,8 @@ def _rule_values(task: Task) -> dict[RuleField, Value]:
         values[RuleField.PARTNER_REVIEW] = PartnerReview(
             task.review_window_seconds, task.review_on_timeout is ReviewTimeoutPolicy.APPROVE
         )
+    if (activity := activity_rule_of(task)) is not None:
+        values[RuleField.ACTIVITY] = activity
     return values
 
 
@@ -146,6 +149,8 @@ def _proposed_values(patch: TaskPatch) -> dict[RuleField, Value]:
         values[RuleField.PARTNER_REVIEW] = PartnerReview(
             patch.partner.review_window_seconds, patch.partner.on_timeout is ReviewTimeoutPolicy.APPROVE
         )
+    if patch.activity is not None:
+        values[RuleField.ACTIVITY] = patch.activity
     return values
 
 
@@ -180,7 +185,12 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange,
         touched.add(Part.PARTNER_REVIEW)
         if RuleField.PARTNER_REVIEW in waiting:
             later, partner = replace(later, partner_review=partner), None
-    now = replace(patch, gps=gps, video_min_duration_seconds=video, partner=partner)
+    activity = patch.activity
+    if activity is not None:
+        touched.add(Part.ACTIVITY)
+        if RuleField.ACTIVITY in waiting:
+            later, activity = replace(later, activity_rule=activity), None
+    now = replace(patch, gps=gps, video_min_duration_seconds=video, partner=partner, activity=activity)
     return now, later, frozenset(touched)
 
 
@@ -242,6 +252,7 @@ def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
         gps=gps,
         video_min_duration_seconds=pending.video_min_duration_seconds,
         partner=pending.partner_review,
+        activity=pending.activity_rule,
     )
 
 
@@ -254,6 +265,7 @@ _RULE_COLUMNS = [
     "video_min_duration_seconds",
     "review_window_seconds",
     "review_on_timeout",
+    "activity_rule",
     "updated_at",
 ]
 

@@ -52,7 +52,9 @@ from services.schedules import (
     prefetch_due_times,
     schedule_of,
 )
+from services.tasks.activity_rules import stored_activity_rule
 from services.tasks.drafts import (
+    ANY_ACTIVITY,
     DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
     TaskDraft,
@@ -175,6 +177,8 @@ async def _check_draft(
     partner = draft.partner
     if draft.method is VerificationMethod.PARTNER and partner is None:
         partner = PartnerRuleDraft(DEFAULT_REVIEW_WINDOW_SECONDS, on_timeout=ReviewTimeoutPolicy.REJECT)
+    if draft.method is VerificationMethod.INTEGRATION and draft.activity is None:
+        draft = replace(draft, activity=ANY_ACTIVITY)
     return _CheckedDraft(draft, title, description, partner, due)
 
 
@@ -206,6 +210,11 @@ async def _insert_planned(
             video_min_duration_seconds=draft.video_min_duration_seconds,
             review_window_seconds=c.partner.review_window_seconds if c.partner else None,
             review_on_timeout=c.partner.on_timeout if c.partner else None,
+            activity_rule=(
+                stored_activity_rule(draft.activity)
+                if draft.activity is not None and draft.method is VerificationMethod.INTEGRATION
+                else None
+            ),
             reminders=stored(draft.reminders),
             created_at=created_at,
             updated_at=created_at,
@@ -336,6 +345,8 @@ async def _apply_update(
         raise BadInput("input.video", "applies only to VIDEO tasks")
     if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
         raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
+    if patch.activity is not None and task.method is not VerificationMethod.INTEGRATION:
+        raise BadInput("input.integration", "applies only to INTEGRATION tasks")
     apply_fields(task, title, description, patch)
     # rule changes apply in place: proofs read the rule from the task row when they arrive
     await task.save()

@@ -24,7 +24,7 @@ import httpx
 
 from models import DeliveryStatus, WebhookDelivery
 from observability.metrics import count_webhook_delivery
-from services.kit import NameLookups
+from services.kit import NameLookups, signature
 from services.webhooks.addresses import RefusedAddress, Target, parse_target, resolve_checked
 from services.webhooks.client import Answer, UnsendableUrl, post_pinned
 from services.webhooks.outbox import (
@@ -35,7 +35,7 @@ from services.webhooks.outbox import (
     retry_later,
     take_for_attempt,
 )
-from services.webhooks.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature
+from services.webhooks.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 log = logging.getLogger("proofloop.webhooks")
 

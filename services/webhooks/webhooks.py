@@ -5,8 +5,6 @@ reminder (services/webhooks/outbox.py); every other event is fanned out to its r
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import secrets
@@ -46,12 +44,6 @@ SIGNATURE_HEADER = "X-Proofloop-Signature"
 TIMESTAMP_HEADER = "X-Proofloop-Timestamp"
 DELIVERY_HEADER = "X-Proofloop-Delivery"
 SECRET_LENGTHS = (16, 200)
-
-
-def signature(secret: str, timestamp: str, body: bytes) -> str:
-    """`sha256=<hex>` of HMAC-SHA256(secret, "<timestamp>." + body): what a receiver recomputes."""
-    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return f"sha256={digest}"
 
 
 async def register_webhook(
