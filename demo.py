@@ -2,13 +2,14 @@
 
 Against a running API (`make run`, then `make demo` in another terminal): registers Alice and Bob, makes
 Bob Alice's accountability partner (Bob confirms his address with the link `make run` wrote under
-var/mail/), creates a GPS, a PHOTO, a VIDEO and a PARTNER task due every minute, each with reminders
-("at open" and "10 s before due": DUE_SOON events in Alice's own feed), and a one-off walk due in a few
-seconds that is MISSED, appealed by Alice and upheld by Bob; prints both tokens and what to paste into
-GraphiQL, then keeps proving (check-ins inside and outside the geofence, fresh photos, partner reviews)
-and lets some instances be MISSED, until Ctrl-C or --duration. Bob's phone is a webhook receiver on this
-machine: each notification it gets while "the app is closed" (a review asked of him, an appeal, Alice's
-misses and verifications) is printed as it arrives, signature checked.
+var/mail/), creates a GPS, a PHOTO, a VIDEO, a PARTNER and an INTEGRATION task due every minute, each
+with reminders ("at open" and "10 s before due": DUE_SOON events in Alice's own feed), and a one-off walk
+due in a few seconds that is MISSED, appealed by Alice and upheld by Bob; prints both tokens and what to
+paste into GraphiQL, then keeps proving (check-ins inside and outside the geofence, fresh photos,
+partner reviews, runs that Alice's watch reports as signed integration events) and lets some instances
+be MISSED, until Ctrl-C or --duration. Bob's phone is a webhook receiver on this machine: each
+notification it gets while "the app is closed" (a review asked of him, an appeal, Alice's misses and
+verifications) is printed as it arrives, signature checked.
 """
 
 from __future__ import annotations
@@ -69,6 +70,8 @@ REMINDERS = [{"before": "OPENS", "offsetSeconds": 0}, {"before": "DUE", "offsetS
 APPEALED_WALK = "Evening walk"
 REGISTER_WEBHOOK = """mutation($url: String!, $secret: String!, $types: [EventType!]) {
   registerWebhook(input: {url: $url, secret: $secret, eventTypes: $types}) { webhook { id } } }"""
+CONNECT = "mutation($id: ID!) { connectIntegration(taskId: $id) { endpointUrl secret } }"
+RUN = {"activityTypes": ["run"], "minDurationSeconds": 600}
 # what a partner's phone is told while the app is closed
 PARTNER_NOTIFICATIONS = ["REVIEW_REQUESTED", "APPEAL_REQUESTED", "MISSED", "VERIFIED"]
 
@@ -91,6 +94,7 @@ class DemoTask:
     title: str
     method: str
     handled: set[str] = field(default_factory=set)  # instance ids already proven (or left to be missed)
+    integration: tuple[str, str] | None = None  # INTEGRATION: (endpointUrl, secret)
 
 
 class Api:
@@ -230,13 +234,44 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
             "method": "PARTNER",
             "partnerReview": {"reviewWindowSeconds": 30, "onTimeout": "REJECT"},
         },
+        {"title": "Morning run", "method": "INTEGRATION", "integration": RUN},
     ]
     tasks = []
     for task_input in inputs:
         task_input = {**task_input, "schedule": every_minute(), "reminders": REMINDERS}
         created = api.run(CREATE_TASK, {"input": task_input}, owner.token)
-        tasks.append(DemoTask(created["createTask"]["id"], task_input["title"], task_input["method"]))
+        task = DemoTask(created["createTask"]["id"], task_input["title"], task_input["method"])
+        if task.method == "INTEGRATION":  # Alice's watch gets the run's endpoint and secret
+            connection = api.run(CONNECT, {"id": task.id}, owner.token)["connectIntegration"]
+            task.integration = (connection["endpointUrl"], connection["secret"])
+        tasks.append(task)
     return tasks
+
+
+def watch_reports_run(api: Api, task: DemoTask, minutes: int) -> dict[str, Any]:
+    """Alice's watch, as an integration: a run of `minutes` that just ended, signed with the task's secret."""
+    assert task.integration is not None
+    url, secret = task.integration
+    event = {
+        "id": f"watch-{uuid.uuid4().hex[:12]}",
+        "occurredAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        "type": "run",
+        "durationSeconds": minutes * 60,
+        "source": "watch",
+    }
+    body = json.dumps(event).encode()
+    timestamp = str(int(time.time()))
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    headers = {
+        "Content-Type": "application/json",
+        "X-Proofloop-Timestamp": timestamp,
+        "X-Proofloop-Signature": f"sha256={digest}",
+    }
+    answer = api.http.post(url, content=body, headers=headers)
+    if answer.status_code != 200:
+        raise DemoError(f"the integration event was refused: {answer.text}")
+    verification: dict[str, Any] = answer.json()["data"]["verification"]
+    return verification
 
 
 def create_walk(api: Api, owner: Account) -> DemoTask:
@@ -289,6 +324,11 @@ def prove(
     if task.method == "PHOTO":
         result = api.upload(SUBMIT_PHOTO, {"i": instance_id}, "photo", fresh_photo(rng), alice.token)
         return f"photo: {_verdict(result['submitPhoto'])}"
+    if task.method == "INTEGRATION":
+        minutes = 30 if turn == 0 else 4  # the rule asks for 10 minutes at least
+        return (
+            f"Alice's watch reports a {minutes}-minute run: {_verdict(watch_reports_run(api, task, minutes))}"
+        )
     requested = api.run(REQUEST_REVIEW, {"i": instance_id}, alice.token)["requestReview"]
     approve = turn == 0
     decided = api.run(REVIEW, {"v": requested["id"], "ok": approve}, bob.token)["review"]

@@ -88,6 +88,8 @@ def test_demo_produces_events_the_partner_sees(
     assert ("VERIFIED", "Gym check-in") in kinds
     assert ("VERIFIED", "Breakfast photo") in kinds
     assert ("REVIEW_REQUESTED", "Read 20 pages") in kinds
+    assert ("VERIFIED", "Morning run") in kinds  # an automatic proof: the watch's signed event
+    assert "Alice's watch reports a 30-minute run: ACCEPTED" in out
     assert CERTAIN_REMINDER in kinds
     assert {("APPEAL_REQUESTED", "Evening walk"), ("APPEAL_DECIDED", "Evening walk")} <= kinds
     assert "Evening walk" in out and "upholds: ACCEPTED" in out

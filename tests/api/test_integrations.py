@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -23,10 +24,12 @@ import pytest
 
 from harness.mailbox import Mailbox
 from harness.proofloop import (
+    ROOT,
     ApiClient,
     GraphQLFailure,
     ServerProcess,
     WorkerProcess,
+    child_env,
     create_open_task,
     free_port,
     open_schedule,
@@ -114,7 +117,7 @@ def code_of(response: httpx.Response) -> str:
 
 
 async def connected_task(
-    api: ApiClient, server: ServerProcess, token: str, rule: dict[str, Any] | None = None
+    api: ApiClient, server: ServerProcess | str, token: str, rule: dict[str, Any] | None = None
 ) -> tuple[str, str, Sender]:
     """An INTEGRATION task open for proof now, connected: (task id, instance id, its sender)."""
     rules = {"integration": RULE if rule is None else rule}
@@ -123,7 +126,8 @@ async def connected_task(
     assert connection["task"]["integration"]["connected"] is True
     assert connection["endpointUrl"] == connection["task"]["integration"]["endpointUrl"]
     path = connection["endpointUrl"].split("://", 1)[1].split("/", 1)[1]
-    return task_id, instance_id, Sender(f"{server.url}/{path}", connection["secret"])
+    base = server if isinstance(server, str) else server.url
+    return task_id, instance_id, Sender(f"{base}/{path}", connection["secret"])
 
 
 async def verifications(api: ApiClient, token: str, instance_id: str) -> dict[str, Any]:
@@ -427,3 +431,40 @@ async def test_an_easier_rule_waits_out_the_horizon_and_a_harder_one_applies_at_
     with pytest.raises(GraphQLFailure) as wrong_method:
         await api.execute(update, {"id": photo_task, "r": harder}, token=token)
     assert (wrong_method.value.code, wrong_method.value.field) == ("BAD_USER_INPUT", "input.integration")
+
+
+async def test_the_example_connector_proves_once_and_recognizes_its_retry(
+    api: ApiClient, integrations_server: ServerProcess
+) -> None:
+    token, _ = await api.register()
+    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    command = [
+        sys.executable,
+        str(ROOT / "examples" / "send_activity.py"),
+        "--url",
+        sender.url,
+        "--secret",
+        sender.secret,
+        "--type",
+        "Run",
+        "--duration",
+        "1800",
+        "--distance",
+        "5200",
+        "--id",
+        f"workout-{uuid.uuid4().hex[:8]}",
+    ]
+
+    async def run() -> tuple[int, str]:
+        child = await asyncio.create_subprocess_exec(
+            *command, env=child_env({}), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+        out, _ = await asyncio.wait_for(child.communicate(), 30)
+        return child.returncode or 0, out.decode()
+
+    first, retried = await run(), await run()
+    assert first[0] == 0 and first[1].startswith("ACCEPTED"), first
+    made = first[1].split()[-1]
+    assert retried == (0, f"already recorded as verification {made}\n")
+    seen = await verifications(api, token, instance_id)
+    assert [(v["id"], v["activity"]["source"]) for v in seen["verifications"]] == [(made, "send_activity")]
