@@ -65,12 +65,12 @@ def report(
 def main() -> None:
     tuning = reuse_tuning_set()
     started = time.perf_counter()
-    originals = [inspect_photo(original, owner_timezone="UTC") for original, _ in tuning]
+    originals = [inspect_photo(original, zone="UTC") for original, _ in tuning]
     copies: dict[str, list[tuple[PhotoFacts, PhotoFacts]]] = {"everyday": []}
     for (original, edits), kept in zip(tuning, originals, strict=True):
-        copies["everyday"] += [(inspect_photo(c, owner_timezone="UTC"), kept) for c in edits]
+        copies["everyday"] += [(inspect_photo(c, zone="UTC"), kept) for c in edits]
         for kind, data in hostile_copies(original).items():
-            copies.setdefault(kind, []).append((inspect_photo(data, owner_timezone="UTC"), kept))
+            copies.setdefault(kind, []).append((inspect_photo(data, zone="UTC"), kept))
     hashed = len(originals) + sum(len(p) for p in copies.values())
     print(f"hashed {hashed} photos in {time.perf_counter() - started:.1f} s")
     report("before: one pHash each", plain_distance, PLAIN_THRESHOLD, copies, originals)
@@ -105,11 +105,11 @@ def peak_rss_mb() -> tuple[float, float]:
 def measure(path: str) -> None:
     data = Path(path).read_bytes()
     before_first = peak_rss_mb()
-    inspect_photo(data, owner_timezone="UTC")  # warm imports and caches
+    inspect_photo(data, zone="UTC")  # warm imports and caches
     rss_before = peak_rss_mb()
     tracemalloc.start()
     started = time.perf_counter()
-    facts = inspect_photo(data, owner_timezone="UTC")
+    facts = inspect_photo(data, zone="UTC")
     elapsed = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

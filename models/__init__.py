@@ -1,6 +1,7 @@
 """Tortoise models, one aggregate per file."""
 
 from models.enums import (
+    CaptureTimeSource,
     DeliveryStatus,
     EventType,
     ExportStatus,
@@ -27,6 +28,7 @@ from models.webhook import Webhook, WebhookDelivery, WebhookFanout
 
 __all__ = [
     "AuthToken",
+    "CaptureTimeSource",
     "DataExport",
     "DeliveryStatus",
     "Event",

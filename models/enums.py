@@ -47,6 +47,16 @@ class RejectionReason(StrEnum):
     OCCURRED_OUTSIDE_WINDOW = "OCCURRED_OUTSIDE_WINDOW"  # an activity completed outside the window
     ACTIVITY_MISMATCH = "ACTIVITY_MISMATCH"  # an activity of a type the rule does not list
     BELOW_MIN_DISTANCE = "BELOW_MIN_DISTANCE"  # an activity that covered less than the rule's distance
+    NO_CAPTURE_TIME = "NO_CAPTURE_TIME"  # a photo or video without one, for a task that requires it
+
+
+class CaptureTimeSource(StrEnum):
+    """Where a photo's or video's capture time was read (rules/photo.py, rules/video.py)."""
+
+    EXIF_OFFSET = "EXIF_OFFSET"  # EXIF DateTimeOriginal with its OffsetTimeOriginal: an instant
+    EXIF_TASK_ZONE = "EXIF_TASK_ZONE"  # DateTimeOriginal without an offset, read in the task's zone
+    CONTAINER = "CONTAINER"  # a video container's creation_time (or Apple's creationdate)
+    ABSENT = "ABSENT"  # the file carried none (stripped, a PNG, a screenshot)
 
 
 class ReviewTimeoutPolicy(StrEnum):

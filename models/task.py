@@ -31,6 +31,8 @@ class Task(Model):
     gps_radius_meters = fields.FloatField(null=True)
     gps_max_accuracy_meters = fields.FloatField(null=True)
     video_min_duration_seconds = fields.FloatField(null=True)
+    # PHOTO/VIDEO: a file without a capture time is REJECTED (NO_CAPTURE_TIME) rather than let through
+    require_capture_time = fields.BooleanField(default=False)
     # INTEGRATION: {"activity_types": [...], "min_duration_seconds": x, "min_distance_meters": y}
     activity_rule: dict[str, object] | None = fields.JSONField(null=True)
     # INTEGRATION: the endpoint's path key and the HMAC secret its events are signed with (both replaced

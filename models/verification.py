@@ -5,7 +5,13 @@ from __future__ import annotations
 from tortoise import fields
 from tortoise.models import Model
 
-from models.enums import InstanceStatus, RejectionReason, VerificationMethod, VerificationStatus
+from models.enums import (
+    CaptureTimeSource,
+    InstanceStatus,
+    RejectionReason,
+    VerificationMethod,
+    VerificationStatus,
+)
 from models.instance import TaskInstance
 from models.user import User
 
@@ -36,6 +42,9 @@ class Verification(Model):
     thumbnail_digest = fields.CharField(max_length=64, null=True)
     media_bytes = fields.BigIntField(null=True)  # what the blobs cost the owner's storage quota
     fingerprints: fields.JSONField[list[str] | None] = fields.JSONField(null=True)  # perceptual hashes (hex)
+    # PHOTO/VIDEO: when the file says it was taken, and where that was read (ABSENT: it said nothing)
+    captured_at = fields.DatetimeField(null=True)
+    capture_source = fields.CharEnumField(CaptureTimeSource, max_length=16, null=True)
 
     # INTEGRATION: what the event reported (services/proofs/integration.py spells the keys)
     activity: dict[str, object] | None = fields.JSONField(null=True)

@@ -25,6 +25,7 @@ class RuleField(StrEnum):
     VIDEO_MIN_DURATION = "video_min_duration_seconds"
     PARTNER_REVIEW = "partner_review"
     ACTIVITY = "activity_rule"  # an INTEGRATION task's rule, judged as a whole
+    CAPTURE_TIME = "require_capture_time"  # 1.0 required, 0.0 not
 
 
 class Lifecycle(StrEnum):
@@ -61,7 +62,7 @@ def makes_easier(field: RuleField, old: Value, new: Value) -> bool:
         assert isinstance(old, int | float)
         assert isinstance(new, int | float)
         return new > old  # a longer window or grace, a bigger geofence, a vaguer fix allowed
-    if field is RuleField.VIDEO_MIN_DURATION:
+    if field in (RuleField.VIDEO_MIN_DURATION, RuleField.CAPTURE_TIME):
         assert isinstance(old, int | float)
         assert isinstance(new, int | float)
         return new < old

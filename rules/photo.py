@@ -85,12 +85,18 @@ _DIHEDRAL: tuple[tuple[Image.Transpose, ...], ...] = (
 )
 
 
+# How a capture time was read (the values of models.enums.CaptureTimeSource)
+CAPTURE_FROM_OFFSET = "EXIF_OFFSET"  # DateTimeOriginal with OffsetTimeOriginal
+CAPTURE_IN_ZONE = "EXIF_TASK_ZONE"  # DateTimeOriginal alone, read as wall time in the task's zone
+
+
 @dataclass(frozen=True)
 class PhotoFacts:
     width: int
     height: int
     format: str
     captured_at: datetime | None
+    capture_source: str | None  # CAPTURE_FROM_OFFSET or CAPTURE_IN_ZONE; None without a capture time
     phash: int
     fingerprints: tuple[int, ...]  # kept: the whole upright picture's pHash, then its centre crops'
     probes: tuple[int, ...]  # compared: the picture turned and mirrored every way, and its centre crops
@@ -112,7 +118,7 @@ def accepted_formats() -> tuple[str, ...]:
 def inspect_photo(
     data: bytes,
     *,
-    owner_timezone: str,
+    zone: str,
     field: str = "photo",
     max_pixels: int = 40_000_000,
     max_decode_bytes: int = 256 * 1024 * 1024,
@@ -135,7 +141,7 @@ def inspect_photo(
             raise InvalidInput(field, "the image would take too much memory to decode")
         _decode(image, field=field)
         exif = _read_exif(image)  # after decoding: a PNG may keep its EXIF chunk after the pixels
-        captured_at = capture_time(exif, owner_timezone)
+        captured_at, with_offset = capture_time(exif, zone)
         if exif.get(_ORIENTATION) in (5, 6, 7, 8):
             width, height = height, width
         upright = _upright(image, exif.get(_ORIENTATION))
@@ -147,6 +153,11 @@ def inspect_photo(
             height=height,
             format=str(image.format),
             captured_at=captured_at,
+            capture_source=None
+            if captured_at is None
+            else CAPTURE_FROM_OFFSET
+            if with_offset
+            else CAPTURE_IN_ZONE,
             phash=fingerprints[0],
             fingerprints=fingerprints,
             probes=reuse_probes(served),
@@ -195,18 +206,19 @@ def _read_exif(image: Image.Image) -> Image.Exif:
         return Image.Exif()
 
 
-def capture_time(exif: Image.Exif, owner_timezone: str) -> datetime | None:
-    """EXIF DateTimeOriginal as an aware UTC datetime, using OffsetTimeOriginal or else the owner's zone."""
+def capture_time(exif: Image.Exif, zone: str) -> tuple[datetime | None, bool]:
+    """EXIF DateTimeOriginal as an aware UTC datetime, read with OffsetTimeOriginal or else in `zone` (the
+    task's: where the photo was meant to be taken), and whether the offset tag said it."""
     try:
         tags = exif.get_ifd(_EXIF_IFD)
     except Exception:  # a malformed EXIF block only costs us the capture time
-        return None
+        return None, False
     local = _parse_exif_datetime(tags.get(_DATETIME_ORIGINAL))
     if local is None:
-        return None
+        return None, False
     offset = _parse_offset(tags.get(_OFFSET_TIME_ORIGINAL))
-    zone = offset if offset is not None else ZoneInfo(owner_timezone)
-    return local.replace(tzinfo=zone).astimezone(UTC)
+    wall_zone = offset if offset is not None else ZoneInfo(zone)
+    return local.replace(tzinfo=wall_zone).astimezone(UTC), offset is not None
 
 
 def _text(value: object) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from models.enums import (
+    CaptureTimeSource,
     EventType,
     InstanceStatus,
     PartnershipStatus,
@@ -28,10 +29,15 @@ for _enum in (
 ):
     strawberry.enum(_enum)
 strawberry.enum(
+    CaptureTimeSource,
+    description="where a photo's or video's capture time was read; ABSENT: the file carried none",
+)
+strawberry.enum(
     ReminderAnchor, description="what a reminder counts back from: the window's opening or the due time"
 )
 
 __all__ = [
+    "CaptureTimeSource",
     "EventType",
     "InstanceStatus",
     "PartnershipStatus",

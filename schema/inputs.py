@@ -74,9 +74,31 @@ class GpsRuleInput:
         )
 
 
+REQUIRE_CAPTURE_TIME = (
+    "a file without a capture time (EXIF DateTimeOriginal; a video's creation_time) is REJECTED with "
+    "NO_CAPTURE_TIME; dropping the requirement waits out the commitment horizon"
+)
+
+
 @strawberry.input
 class VideoRuleInput:
     min_duration_seconds: float
+    require_capture_time: bool | None = strawberry.field(
+        default=None, description=f"{REQUIRE_CAPTURE_TIME}; left out: false on create, unchanged on update"
+    )
+
+
+@strawberry.input(description="a PHOTO task's rule")
+class PhotoRuleInput:
+    require_capture_time: bool = strawberry.field(description=REQUIRE_CAPTURE_TIME)
+
+
+def capture_requirement(photo: PhotoRuleInput | None, video: VideoRuleInput | None) -> bool | None:
+    """What the input says of the capture-time requirement (None: nothing); PHOTO's and VIDEO's rules both
+    set the one column, and a task has only one of them."""
+    if photo is not None:
+        return photo.require_capture_time
+    return video.require_capture_time if video is not None else None
 
 
 @strawberry.input(
@@ -124,6 +146,7 @@ class CreateTaskInput:
     schedule: ScheduleInput
     gps: GpsRuleInput | None = strawberry.field(default=None, description="required when method = GPS")
     video: VideoRuleInput | None = strawberry.field(default=None, description="required when method = VIDEO")
+    photo: PhotoRuleInput | None = strawberry.field(default=None, description="used when method = PHOTO")
     partner_review: PartnerRuleInput | None = strawberry.field(
         default=None, description="used when method = PARTNER"
     )
@@ -145,6 +168,7 @@ class CreateTaskInput:
             video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
             partner=self.partner_review.to_draft() if self.partner_review else None,
             activity=self.integration.to_rule() if self.integration else None,
+            require_capture_time=bool(capture_requirement(self.photo, self.video)),
             reminders=reminder_offsets(self.reminders or []),
         )
 
@@ -179,6 +203,7 @@ class UpdateTaskInput:
     schedule: SchedulePatchInput | None = strawberry.UNSET
     gps: GpsRuleInput | None = strawberry.UNSET
     video: VideoRuleInput | None = strawberry.UNSET
+    photo: PhotoRuleInput | None = strawberry.UNSET
     partner_review: PartnerRuleInput | None = strawberry.UNSET
     integration: IntegrationRuleInput | None = strawberry.UNSET
     reminders: list[ReminderInput] | None = strawberry.field(
@@ -195,5 +220,9 @@ class UpdateTaskInput:
             video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
             partner=self.partner_review.to_draft() if self.partner_review else None,
             activity=self.integration.to_rule() if self.integration else None,
+            require_capture_time=capture_requirement(
+                self.photo if isinstance(self.photo, PhotoRuleInput) else None,
+                self.video if isinstance(self.video, VideoRuleInput) else None,
+            ),
             reminders=reminder_offsets(self.reminders) if isinstance(self.reminders, list) else None,
         )

@@ -52,6 +52,9 @@ class PendingChange:
     integration: PendingIntegrationRule | None = strawberry.field(
         description="the activity rule it will have"
     )
+    require_capture_time: bool | None = strawberry.field(
+        description="false: photos or videos will no longer need a capture time; null: unchanged"
+    )
 
 
 def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
@@ -76,6 +79,7 @@ def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
         integration=PendingIntegrationRule.of(pending.activity_rule)
         if pending.activity_rule is not None
         else None,
+        require_capture_time=False if pending.capture_time_optional else None,
     )
 
 

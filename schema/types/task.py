@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import strawberry
 
 from models import Task as TaskRow
+from models import VerificationMethod as VerificationMethodRow
 from schema.context import Info
 from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, TaskState, VerificationMethod
 from schema.types.integration import IntegrationRule
@@ -52,6 +53,16 @@ class GpsRule:
 @strawberry.type
 class VideoRule:
     min_duration_seconds: float
+    require_capture_time: bool = strawberry.field(
+        description="a video without a creation time is REJECTED (NO_CAPTURE_TIME)"
+    )
+
+
+@strawberry.type(description="a PHOTO task's rule")
+class PhotoRule:
+    require_capture_time: bool = strawberry.field(
+        description="a photo without an EXIF capture time is REJECTED (NO_CAPTURE_TIME)"
+    )
 
 
 @strawberry.type
@@ -117,7 +128,15 @@ class Task(Node):
     @strawberry.field
     def video(self) -> VideoRule | None:
         minimum = self.row.video_min_duration_seconds
-        return VideoRule(min_duration_seconds=minimum) if minimum is not None else None
+        if minimum is None:
+            return None
+        return VideoRule(min_duration_seconds=minimum, require_capture_time=self.row.require_capture_time)
+
+    @strawberry.field
+    def photo(self) -> PhotoRule | None:
+        if self.row.method is not VerificationMethodRow.PHOTO:
+            return None
+        return PhotoRule(require_capture_time=self.row.require_capture_time)
 
     @strawberry.field
     def partner_review(self) -> PartnerRule | None:

@@ -8,7 +8,13 @@ import strawberry
 from models import TaskInstance as TaskInstanceRow
 from models import Verification as VerificationRow
 from schema.context import Info
-from schema.enums import InstanceStatus, RejectionReason, VerificationMethod, VerificationStatus
+from schema.enums import (
+    CaptureTimeSource,
+    InstanceStatus,
+    RejectionReason,
+    VerificationMethod,
+    VerificationStatus,
+)
 from schema.types.integration import Activity
 from schema.types.node import Node
 from schema.types.task import GeoPoint
@@ -100,6 +106,17 @@ class Verification(Node):
     @strawberry.field(description="PHOTO/VIDEO: likewise")
     async def thumbnail_url(self, info: Info) -> str | None:
         return await self._media_link(info, "thumbnail", self.row.thumbnail_digest)
+
+    @strawberry.field(
+        description="PHOTO/VIDEO: when the file says it was taken (EXIF DateTimeOriginal, with its offset or "
+        "in the task's zone; a video's creation time); null when it said nothing (captureTimeSource ABSENT)"
+    )
+    def captured_at(self) -> datetime | None:
+        return self.row.captured_at
+
+    @strawberry.field(description="PHOTO/VIDEO: where capturedAt was read; null for other methods")
+    def capture_time_source(self) -> CaptureTimeSource | None:
+        return self.row.capture_source
 
     @strawberry.field(description="INTEGRATION: what the integration reported; owner and active partners")
     def activity(self) -> Activity | None:

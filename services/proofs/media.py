@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
-from models import RejectionReason, User, Verification, VerificationMethod
+from models import CaptureTimeSource, RejectionReason, User, Verification, VerificationMethod
 from rules.errors import InvalidInput
 from rules.photo import capture_in_window, inspect_photo, is_reused
 from rules.video import inspect_video, is_reused_video
@@ -67,6 +67,7 @@ class Media:
     fingerprints: tuple[int, ...]  # kept on the row: one photo's pHashes, or the sampled frames' of a video
     probes: tuple[int, ...]  # compared against earlier fingerprints (a photo's mirrored and turned copies)
     captured_at: datetime | None
+    capture_source: CaptureTimeSource  # ABSENT when the file carried no capture time
     duration_seconds: float | None = None
 
 
@@ -93,7 +94,7 @@ async def submit_photo(
     max_attempts: int,
 ) -> Verification:
     async def judge(target: ProofTarget) -> Judgement:
-        return await judge_photo(target, upload, policy, owner=viewer)
+        return await judge_photo(target, upload, policy)
 
     kind = media_kind(VerificationMethod.PHOTO, upload, policy, judge)
     return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
@@ -116,11 +117,9 @@ async def submit_video(
     return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
 
 
-async def judge_photo(
-    target: ProofTarget, upload: MediaUpload, policy: MediaPolicy, *, owner: User
-) -> Judgement:
-    """Decode (its capture time read in the owner's zone), then the capture window and reuse."""
-    media = await decode_photo(upload, owner=owner, policy=policy)
+async def judge_photo(target: ProofTarget, upload: MediaUpload, policy: MediaPolicy) -> Judgement:
+    """Decode (a capture time without an offset read in the task's zone), then capture time and reuse."""
+    media = await decode_photo(upload, zone=target.task.timezone, policy=policy)
     return _judgement(media, await media_reason(target, media))
 
 
@@ -134,9 +133,12 @@ async def judge_video(target: ProofTarget, upload: MediaUpload, policy: MediaPol
 
 
 def _judgement(media: Media, reason: RejectionReason | None) -> Judgement:
-    return Judgement(
-        reason=reason, evidence={"fingerprints": [f"{h:016x}" for h in media.fingerprints]}, media=media.copy
-    )
+    evidence = {
+        "fingerprints": [f"{h:016x}" for h in media.fingerprints],
+        "captured_at": media.captured_at,
+        "capture_source": media.capture_source,
+    }
+    return Judgement(reason=reason, evidence=evidence, media=media.copy)
 
 
 async def _decoded(upload: MediaUpload, policy: MediaPolicy, inspect: Callable[[bytes], T]) -> T:
@@ -159,13 +161,13 @@ def _giving_memory_back(inspect: Callable[[bytes], T], data: bytes) -> T:
             trim(0)
 
 
-async def decode_photo(upload: MediaUpload, *, owner: User, policy: MediaPolicy) -> Media:
+async def decode_photo(upload: MediaUpload, *, zone: str, policy: MediaPolicy) -> Media:
     facts = await _decoded(
         upload,
         policy,
         lambda data: inspect_photo(
             data,
-            owner_timezone=owner.timezone,
+            zone=zone,
             field=upload.field,
             max_pixels=policy.max_image_pixels,
             max_decode_bytes=policy.max_decode_bytes,
@@ -176,6 +178,7 @@ async def decode_photo(upload: MediaUpload, *, owner: User, policy: MediaPolicy)
         facts.fingerprints,
         facts.probes,
         facts.captured_at,
+        CaptureTimeSource(facts.capture_source or CaptureTimeSource.ABSENT),
     )
 
 
@@ -192,6 +195,7 @@ async def decode_video(upload: MediaUpload, *, policy: MediaPolicy) -> Media:
         facts.keyframe_hashes,
         facts.keyframe_hashes,
         facts.created_at,
+        CaptureTimeSource.ABSENT if facts.created_at is None else CaptureTimeSource.CONTAINER,
         duration_seconds=facts.duration_seconds,
     )
 
@@ -211,6 +215,8 @@ async def earlier_fingerprints(user_id: str, instance_id: str) -> list[list[int]
 async def media_reason(target: ProofTarget, media: Media) -> RejectionReason | None:
     """The first rule a photo or video breaks after the window: capture time, then reuse."""
     instance = target.instance
+    if media.captured_at is None and target.task.require_capture_time:
+        return RejectionReason.NO_CAPTURE_TIME
     if not capture_in_window(media.captured_at, instance.opens_at, instance.closes_at):
         return RejectionReason.CAPTURED_OUTSIDE_WINDOW
     earlier = await earlier_fingerprints(str(target.task.owner_id), str(instance.id))

@@ -86,7 +86,7 @@ async def request_review(
     if photo is not None:
 
         async def judge(target: ProofTarget) -> Judgement:
-            return await judge_photo(target, photo, policy, owner=viewer)
+            return await judge_photo(target, photo, policy)
 
         kind = replace(kind, judge=judge, upload_bytes=photo.size, storage=policy.storage)
     return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)

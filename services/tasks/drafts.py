@@ -54,6 +54,7 @@ class TaskDraft:
     video_min_duration_seconds: float | None = None
     partner: PartnerRuleDraft | None = None
     activity: ActivityRule | None = None  # INTEGRATION (checked when the input is read)
+    require_capture_time: bool = False  # PHOTO/VIDEO
     reminders: tuple[ReminderOffset, ...] = ()
 
 
@@ -77,6 +78,7 @@ class TaskPatch:
     video_min_duration_seconds: float | None = None
     partner: PartnerRuleDraft | None = None
     activity: ActivityRule | None = None
+    require_capture_time: bool | None = None  # None keeps it
     reminders: tuple[ReminderOffset, ...] | None = None  # None keeps them; () removes them
 
 

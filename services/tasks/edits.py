@@ -45,6 +45,8 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
         task.review_on_timeout = patch.partner.on_timeout
     if patch.activity is not None:
         task.activity_rule = stored_activity_rule(patch.activity)
+    if patch.require_capture_time is not None:
+        task.require_capture_time = patch.require_capture_time
     if patch.reminders is not None:
         task.reminders = stored(patch.reminders)
 

@@ -32,6 +32,7 @@ class Part(StrEnum):
     VIDEO_MIN_DURATION = "video_min_duration_seconds"
     PARTNER_REVIEW = "partner_review"
     ACTIVITY = "activity_rule"
+    CAPTURE_OPTIONAL = "capture_time_optional"  # a photo or video will no longer need a capture time
     PAUSE = "pause"
     DELETE = "delete"
 
@@ -39,8 +40,13 @@ class Part(StrEnum):
 SCHEDULE_PARTS = frozenset({Part.SHAPE, Part.WINDOW, Part.GRACE})
 GPS_PARTS = frozenset({Part.GPS_CENTER, Part.GPS_RADIUS, Part.GPS_ACCURACY})
 # set in place on the task row
-RULE_PARTS = GPS_PARTS | {Part.VIDEO_MIN_DURATION, Part.PARTNER_REVIEW, Part.ACTIVITY}
-_FLAGS = frozenset({Part.PAUSE, Part.DELETE})
+RULE_PARTS = GPS_PARTS | {
+    Part.VIDEO_MIN_DURATION,
+    Part.PARTNER_REVIEW,
+    Part.ACTIVITY,
+    Part.CAPTURE_OPTIONAL,
+}
+_FLAGS = frozenset({Part.PAUSE, Part.DELETE, Part.CAPTURE_OPTIONAL})
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class PendingChange:
     video_min_duration_seconds: float | None = None
     partner_review: PartnerRuleDraft | None = None
     activity_rule: ActivityRule | None = None
+    capture_time_optional: bool = False  # only dropping the requirement waits: it is the one easier value
     pause: bool = False
     delete: bool = False
 
@@ -95,6 +102,7 @@ class PendingChange:
             video_min_duration_seconds=c.get("video_min_duration_seconds"),
             partner_review=partner,
             activity_rule=read_activity_rule(c["activity_rule"]) if "activity_rule" in c else None,
+            capture_time_optional=bool(c.get("capture_time_optional")),
             pause=bool(c.get("pause")),
             delete=bool(c.get("delete")),
         )
@@ -122,6 +130,8 @@ class PendingChange:
             c["review_on_timeout"] = self.partner_review.on_timeout.value
         if self.activity_rule is not None:
             c["activity_rule"] = stored_activity_rule(self.activity_rule)
+        if self.capture_time_optional:
+            c["capture_time_optional"] = True
         if self.pause:
             c["pause"] = True
         if self.delete:

@@ -134,6 +134,7 @@ def _rule_values(task: Task) -> dict[RuleField, Value]:
         )
     if (activity := activity_rule_of(task)) is not None:
         values[RuleField.ACTIVITY] = activity
+    values[RuleField.CAPTURE_TIME] = float(task.require_capture_time)
     return values
 
 
@@ -151,6 +152,8 @@ def _proposed_values(patch: TaskPatch) -> dict[RuleField, Value]:
         )
     if patch.activity is not None:
         values[RuleField.ACTIVITY] = patch.activity
+    if patch.require_capture_time is not None:
+        values[RuleField.CAPTURE_TIME] = float(patch.require_capture_time)
     return values
 
 
@@ -190,7 +193,19 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange,
         touched.add(Part.ACTIVITY)
         if RuleField.ACTIVITY in waiting:
             later, activity = replace(later, activity_rule=activity), None
-    now = replace(patch, gps=gps, video_min_duration_seconds=video, partner=partner, activity=activity)
+    capture = patch.require_capture_time
+    if capture is not None:
+        touched.add(Part.CAPTURE_OPTIONAL)
+        if RuleField.CAPTURE_TIME in waiting:
+            later, capture = replace(later, capture_time_optional=True), None
+    now = replace(
+        patch,
+        gps=gps,
+        video_min_duration_seconds=video,
+        partner=partner,
+        activity=activity,
+        require_capture_time=capture,
+    )
     return now, later, frozenset(touched)
 
 
@@ -253,6 +268,7 @@ def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
         video_min_duration_seconds=pending.video_min_duration_seconds,
         partner=pending.partner_review,
         activity=pending.activity_rule,
+        require_capture_time=False if pending.capture_time_optional else None,
     )
 
 
@@ -266,6 +282,7 @@ _RULE_COLUMNS = [
     "review_window_seconds",
     "review_on_timeout",
     "activity_rule",
+    "require_capture_time",
     "updated_at",
 ]
 

@@ -76,6 +76,9 @@ from services.tasks.pending_changes import (
 )
 from services.tasks.schedule_edits import DAY, plan_schedule_edit
 
+# the methods whose files may carry a capture time
+CAPTURED_METHODS = (VerificationMethod.PHOTO, VerificationMethod.VIDEO)
+
 
 @dataclass(frozen=True)
 class CreatedTask:
@@ -208,6 +211,7 @@ async def _insert_planned(
             gps_radius_meters=draft.gps.radius_meters if draft.gps else None,
             gps_max_accuracy_meters=draft.gps.max_accuracy_meters if draft.gps else None,
             video_min_duration_seconds=draft.video_min_duration_seconds,
+            require_capture_time=draft.require_capture_time and draft.method in CAPTURED_METHODS,
             review_window_seconds=c.partner.review_window_seconds if c.partner else None,
             review_on_timeout=c.partner.on_timeout if c.partner else None,
             activity_rule=(
@@ -347,6 +351,8 @@ async def _apply_update(
         raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
     if patch.activity is not None and task.method is not VerificationMethod.INTEGRATION:
         raise BadInput("input.integration", "applies only to INTEGRATION tasks")
+    if patch.require_capture_time is not None and task.method not in CAPTURED_METHODS:
+        raise BadInput("input.photo", "applies only to PHOTO tasks (for a VIDEO task: input.video)")
     apply_fields(task, title, description, patch)
     # rule changes apply in place: proofs read the rule from the task row when they arrive
     await task.save()

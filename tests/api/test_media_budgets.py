@@ -266,7 +266,7 @@ async def test_a_failed_thumbnail_write_leaves_no_clean_copy_and_no_row(
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     data = media_factory.photo(113)
-    facts = inspect_photo(data, owner_timezone="UTC")  # the same bytes the server will write
+    facts = inspect_photo(data, zone="UTC")  # the same bytes the server will write
     store_root = data_dir / "media"
     clean_digest = hashlib.sha256(facts.clean).hexdigest()
     thumb_digest = hashlib.sha256(facts.thumbnail).hexdigest()
@@ -424,7 +424,7 @@ async def test_a_proof_that_loses_the_race_leaves_no_files(
     outcomes = await asyncio.gather(*(send(p) for p in photos))
     assert sorted(outcomes) == ["ACCEPTED", "CONFLICT", "CONFLICT"], outcomes
     winner = photos[outcomes.index("ACCEPTED")]
-    facts = inspect_photo(winner, owner_timezone="UTC")
+    facts = inspect_photo(winner, zone="UTC")
     kept = {hashlib.sha256(blob).hexdigest() for blob in (facts.clean, facts.thumbnail)}
     assert {p.name for p in media_files(data_dir) - before} == kept  # the losers' files are gone
     rows = (await verifications_of(api, token, instance_id))["verifications"]
@@ -446,7 +446,7 @@ async def test_a_review_request_that_loses_the_race_leaves_no_files(api: ApiClie
     outcomes = await asyncio.gather(*(send(p) for p in photos))
     assert sorted(outcomes) == ["CONFLICT", "CONFLICT", "PENDING_REVIEW"], outcomes
     winner = photos[outcomes.index("PENDING_REVIEW")]
-    facts = inspect_photo(winner, owner_timezone="UTC")
+    facts = inspect_photo(winner, zone="UTC")
     kept = {hashlib.sha256(blob).hexdigest() for blob in (facts.clean, facts.thumbnail)}
     assert {p.name for p in media_files(data_dir) - before} == kept  # the losers' files are gone
 
