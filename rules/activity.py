@@ -1,8 +1,8 @@
 """Activity proofs: what an integration reports (a run, a session, a build) judged against a task's rule.
 
 An activity counts when it is of a listed type (none listed: any), lasted and covered at least the rule's
-minimums, and happened (ended) inside the instance's window. Types compare case-insensitively, trimmed, so
-"Run" from one connector and "run" from another are the same activity.
+minimums, and happened (ended) inside the instance's window. Types compare case-folded, trimmed, with runs of
+spaces as one, so "Run" from one connector and "run " from another are the same activity.
 """
 
 from __future__ import annotations
@@ -35,8 +35,9 @@ class Activity:
 
 
 def activity_type(text: str) -> str:
-    """The one spelling an activity type is compared and stored in."""
-    return text.strip().lower()
+    """The one spelling an activity type is compared and stored in: case folded ("Straße" is
+    "STRASSE"), runs of spaces as one ("trail  run" is "trail run")."""
+    return " ".join(text.casefold().split())
 
 
 def judge_activity(

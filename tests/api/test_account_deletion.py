@@ -26,9 +26,11 @@ from harness.proofloop import (
     create_open_task,
     file_var,
     free_port,
+    row_key,
     upload,
 )
 from tests.api.reminder_support import receiving
+from tests.api.test_integrations import activity, connected_task
 
 GRACE_SECONDS = 6  # long enough for a request and a sign-in on a loaded machine
 DELETE = "mutation($p: String!) { requestAccountDeletion(password: $p) { id deletionDueAt } }"
@@ -104,7 +106,7 @@ async def become_partner(api: ApiClient, owner: str, partner: str, partner_email
 
 
 async def test_nothing_of_a_deleted_account_is_left_and_its_partners_are_told(
-    api: ApiClient, env: dict[str, str], mailbox: Mailbox
+    api: ApiClient, api_server: ServerProcess, env: dict[str, str], mailbox: Mailbox
 ) -> None:
     name = f"Zelda-{uuid.uuid4().hex[:10]}"
     token, user = await api.register_verified(name)
@@ -122,12 +124,16 @@ async def test_nothing_of_a_deleted_account_is_left_and_its_partners_are_told(
         await api.execute(CHECK_IN, {"id": gps}, token=token)
         _, shot = await create_open_task(api, token, "PHOTO")
         await upload(api, PHOTO, {"id": shot, "photo": file_var(photo(11))}, token=token)
+        run_task, _, sender = await connected_task(api, api_server, token)
+        event = activity()
+        ran = await sender.send(event)
+        assert ran.status_code == 200, ran.text
         _, theirs = await create_open_task(api, watched, "PARTNER")
         review = (await api.execute(REQUEST_REVIEW, {"id": theirs}, token=watched))["requestReview"]
         await api.execute(REVIEW, {"v": review["id"]}, token=token)
         await api.execute(EXPORT, token=token)
         await mailbox.wait_for(user["email"], "data export is ready")
-        await at_watcher.wait_for(2)  # Zelda's proofs, carried to the watcher's webhook
+        await at_watcher.wait_for(3)  # Zelda's proofs, carried to the watcher's webhook
     user_key = str((await sql(env, "SELECT id FROM users WHERE email = $1", user["email"]))[0]["id"])
     digests = [
         d
@@ -144,8 +150,13 @@ async def test_nothing_of_a_deleted_account_is_left_and_its_partners_are_told(
     blobs = [data_dir / "media" / d[:2] / d[2:4] / d for d in digests]
     archives = [data_dir / "exports" / f"{e}.zip" for e in exports]
     assert len(blobs) == 2 and all(b.is_file() for b in blobs) and all(a.is_file() for a in archives)
-    needles = [user_key, user["id"], user["email"], name]
-    assert await rows_naming(env, needles)  # the scan finds them while the account lives
+    # an integration event's row names only its task and what the sender gave it: those are needles too,
+    # with the endpoint's key and secret the task holds
+    integration = [row_key(run_task), sender.url.rsplit("/", 2)[1], sender.secret, event["id"]]
+    needles = [user_key, user["id"], user["email"], name, *integration]
+    living = await rows_naming(env, needles)  # the scan finds them while the account lives
+    assert {"tasks", "verifications", "integration_events"} <= set(living)
+    assert await rows_naming(env, integration[1:3]) == {"tasks": 1}
 
     with pytest.raises(GraphQLFailure) as failure:
         await api.execute(DELETE, {"p": "not my password at all"}, token=token)

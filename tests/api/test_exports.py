@@ -33,6 +33,7 @@ from harness.proofloop import (
     upload,
 )
 from tests.api.reminder_support import receiving
+from tests.api.test_integrations import activity, connected_task
 
 PER_DAY = 2
 REQUEST = "mutation { requestDataExport { id status requestedAt readyAt expiresAt sizeBytes } }"
@@ -106,6 +107,11 @@ async def test_an_export_holds_everything_of_the_users_and_no_secret(
         "submitPhoto"
     ]
     assert proved["status"] == "ACCEPTED"
+    run_task, _, sender = await connected_task(api, api_server, token)
+    event = activity()
+    ran = await sender.send(event)
+    assert ran.status_code == 200, ran.text
+    integration_key = sender.url.rsplit("/", 2)[1]  # /integrations/{key}/events
     with receiving() as receiver:
         await api.execute(WEBHOOK, {"url": receiver.url, "secret": HOOK_SECRET}, token=token)
 
@@ -120,7 +126,16 @@ async def test_an_export_holds_everything_of_the_users_and_no_secret(
     archive = zipfile.ZipFile(io.BytesIO(body))
     document = json.loads(archive.read("proofloop-export.json"))
     assert document["account"]["email"] == user["email"]
-    assert {t["title"] for t in document["tasks"]} == {"Gps task", "Photo task"}
+    assert {t["title"] for t in document["tasks"]} == {"Gps task", "Photo task", "Integration task"}
+    [run] = [t for t in document["tasks"] if t["id"] == row_key(run_task)]
+    assert run["activity_rule"] == {
+        "activity_types": ["run", "trail run"],
+        "min_duration_seconds": 600.0,
+        "min_distance_meters": 3000.0,
+    }
+    [recorded] = document["integrationEvents"]
+    assert (recorded["task_id"], recorded["external_id"]) == (run["id"], event["id"])
+    assert recorded["verification_id"] == row_key(ran.json()["data"]["verification"]["id"])
     assert {str(v["id"]) for v in document["verifications"]} >= {
         row_key(checked["id"]),
         row_key(proved["id"]),
@@ -133,7 +148,7 @@ async def test_an_export_holds_everything_of_the_users_and_no_secret(
     media = [name for name in archive.namelist() if name.startswith("media/")]
     assert f"media/{row_key(proved['id'])}.jpg" in media and len(media) == 2  # the copy and its thumbnail
 
-    # nothing that signs in, signs webhook bodies or downloads again
+    # nothing that signs in, signs webhook bodies or integration events, or downloads again
     connection = await asyncpg.connect(env["PROOFLOOP_DATABASE_URL"])
     try:
         secrets = await connection.fetchrow(
@@ -148,6 +163,9 @@ async def test_an_export_holds_everything_of_the_users_and_no_secret(
     for secret in (HOOK_SECRET, secrets["password_hash"], secrets["digest"], secrets["export_digest"]):
         assert secret is not None and secret.encode() not in everything
     assert "password_hash" not in document["account"] and "secret" not in document["webhooks"][0]
+    whole = b"".join(archive.read(name) for name in archive.namelist())
+    for secret in (sender.secret, integration_key):
+        assert secret.encode() not in whole and secret.encode() not in body
 
 
 async def test_every_wrong_or_expired_link_is_the_same_404(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from rules.activity import ActivityRule
 from rules.horizon import (
     DueSpan,
     Lifecycle,
@@ -156,6 +157,8 @@ def test_every_field_has_a_direction() -> None:
         RuleField.GPS_CENTER: ((0.0, 0.0), (1.0, 1.0)),
         RuleField.PARTNER_REVIEW: (PartnerReview(1, False), PartnerReview(1, True)),
         RuleField.OCCURRENCES: (span(days(0)), span(days(1))),
+        RuleField.ACTIVITY: (ActivityRule(frozenset({"run"})), ActivityRule(frozenset())),
+        RuleField.CAPTURE_TIME: (1.0, 0.0),
     }
     assert set(samples) == set(RuleField)
     for field, (old, new) in samples.items():
