@@ -22,6 +22,7 @@ from models.mail import OutgoingMail
 from models.partnership import Partnership
 from models.reminder import InstanceReminder
 from models.task import Task
+from models.task_break import TaskBreak
 from models.user import AuthToken, MailedToken, MailedTokenPurpose, User
 from models.verification import Verification
 from models.webhook import Webhook, WebhookDelivery, WebhookFanout
@@ -46,6 +47,7 @@ __all__ = [
     "ReminderAnchor",
     "ReviewTimeoutPolicy",
     "Task",
+    "TaskBreak",
     "TaskInstance",
     "TaskState",
     "User",

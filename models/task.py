@@ -49,6 +49,9 @@ class Task(Model):
     chain_version = fields.IntField(default=1)  # bumped by every edit that re-plans; stale links die on it
     last_seq = fields.IntField(default=0)  # sequence number of the latest planned instance
     deleted_at = fields.DatetimeField(null=True)
+    # the end of its latest planned break (models/task_break.py), NULL when none: a task on or before a
+    # break is settled by the row path, which plans around breaks (services/chain/breaks.py)
+    break_until = fields.DatetimeField(null=True)
     # an easier edit waiting out the owner's commitment horizon (services/tasks/pending_changes.py), and when
     # it applies: the chain applies it at that moment, before any decision about the task
     pending_change: dict[str, object] | None = fields.JSONField(null=True)

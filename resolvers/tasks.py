@@ -9,13 +9,14 @@ from models import TaskState as TaskStateRow
 from resolvers.permissions import IsAuthenticated
 from schema.context import Context, Info
 from schema.enums import TaskState
-from schema.inputs import CreateTaskInput, UpdateTaskInput
+from schema.inputs import CreateTaskInput, ScheduleBreakInput, UpdateTaskInput
 from schema.types.instance import TaskInstance
 from schema.types.pagination import PageInfo, page_request
 from schema.types.task import Task, TaskConnection, TaskEdge
+from schema.types.task_break import TaskBreak
 from services.kit import NotFound, ProofloopError, decode_id, keyset_page
 from services.partners import require_visible_task, visible_instance
-from services.tasks import TASK_ORDER, TaskDraft, tasks
+from services.tasks import TASK_ORDER, TaskDraft, end_break, schedule_break, tasks
 
 
 async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
@@ -154,6 +155,31 @@ class TaskMutations:
             await info.context.viewer(), str(task_id), timing=info.context.policies.chain
         )
         return Task(row=row)
+
+
+@strawberry.type
+class BreakMutations:
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="plans days off for a task (or all of yours): under a commitment horizon a break applies "
+        "only from the horizon's end; returns one break per task",
+    )
+    async def schedule_break(self, info: Info, input: ScheduleBreakInput) -> list[TaskBreak]:
+        rows = await schedule_break(
+            await info.context.viewer(),
+            input.to_request(),
+            timing=info.context.policies.chain,
+            horizon_day=info.context.policies.horizon_day,
+        )
+        return [TaskBreak(row=row) for row in rows]
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="ends a break now (one not begun is dropped): harder, so it applies at once",
+    )
+    async def end_break(self, info: Info, id: strawberry.ID) -> TaskBreak:
+        row = await end_break(await info.context.viewer(), str(id), timing=info.context.policies.chain)
+        return TaskBreak(row=row)
 
 
 async def create_tasks_together(

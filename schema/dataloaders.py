@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any, TypeVar
 
 from strawberry.dataloader import DataLoader
 
-from models import AuthToken, Event, Partnership, Task, TaskInstance, User, Verification, Webhook
+from models import AuthToken, Event, Partnership, Task, TaskBreak, TaskInstance, User, Verification, Webhook
 from services.accounts import live_sessions_among
 from services.feed import (
     CalendarAsk,
@@ -34,6 +34,7 @@ from services.tasks import (
     VERIFICATION_ORDER,
     InstanceCount,
     InstancePage,
+    breaks_ahead,
     instance_counts,
     instance_pages,
     open_instances,
@@ -85,6 +86,11 @@ async def _load_instance_counts(keys: list[InstanceCount]) -> list[int]:
 async def _load_instance_pages(keys: list[InstancePage]) -> list[Page[TaskInstance]]:
     pages = await instance_pages(keys)
     return [pages[key] for key in keys]
+
+
+async def _load_breaks(keys: list[str]) -> list[list[TaskBreak]]:
+    found = await breaks_ahead(keys, datetime.now(UTC))  # which are over: the display's clock suffices
+    return [found[key] for key in keys]
 
 
 async def _load_streaks(keys: list[str]) -> list[int]:
@@ -189,6 +195,11 @@ class Loaders:
     @cached_property
     def instance_page(self) -> DataLoader[InstancePage, Page[TaskInstance]]:
         return DataLoader(load_fn=_load_instance_pages)
+
+    @cached_property
+    def breaks(self) -> DataLoader[str, list[TaskBreak]]:
+        """A task's breaks that are not over, earliest first, by task id."""
+        return DataLoader(load_fn=_load_breaks)
 
     @cached_property
     def streak(self) -> DataLoader[str, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 import strawberry
 
@@ -15,6 +15,7 @@ from services.kit import BadInput
 from services.reminders import ReminderOffset
 from services.tasks import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
+    BreakRequest,
     GpsRuleDraft,
     PartnerRuleDraft,
     SchedulePatch,
@@ -226,3 +227,18 @@ class UpdateTaskInput:
             ),
             reminders=reminder_offsets(self.reminders) if isinstance(self.reminders, list) else None,
         )
+
+
+@strawberry.input(
+    description="days off: the occurrences due from startsOn to endsOn (in the task's zone) are not due"
+)
+class ScheduleBreakInput:
+    task_id: strawberry.ID | None = strawberry.field(
+        default=None, description="the task; left out or null: every task of yours not deleted or ended"
+    )
+    starts_on: date = strawberry.field(description="the first day off")
+    ends_on: date = strawberry.field(description="the last day off (at most 366 days after startsOn)")
+
+    def to_request(self) -> BreakRequest:
+        task_id = str(self.task_id) if self.task_id is not None else None
+        return BreakRequest(task_id=task_id, starts_on=self.starts_on, ends_on=self.ends_on)

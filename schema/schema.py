@@ -14,7 +14,7 @@ from resolvers.partners import PartnerMutations, PartnerQueries
 from resolvers.progress import ProgressQueries
 from resolvers.proofs import ProofMutations
 from resolvers.reviews import ReviewMutations, ReviewQueries
-from resolvers.tasks import TaskMutations, TaskQueries
+from resolvers.tasks import BreakMutations, TaskMutations, TaskQueries
 from resolvers.webhooks import WebhookMutations, WebhookQueries
 from schema.document_shape import DocumentShapeLimits
 from schema.errors import ErrorCodes, ProofloopSchema
@@ -48,6 +48,7 @@ class Query(
 class Mutation(
     AccountMutations,
     TaskMutations,
+    BreakMutations,
     PartnerMutations,
     ProofMutations,
     ReviewMutations,

@@ -14,12 +14,12 @@ from schema.types.integration import IntegrationRule
 from schema.types.node import Node
 from schema.types.pagination import PageInfo, page_request
 from schema.types.pending_change import PendingChange, pending_change_of
+from schema.types.task_break import TaskBreak
 from schema.types.user import User, load_user
 from services.feed import Scope, ScopeKind
 from services.kit import check_page_size, global_id
 from services.reminders import offsets_of
-from services.schedules import upcoming
-from services.tasks import INSTANCE_ORDER, InstancePage, activity_rule_of
+from services.tasks import INSTANCE_ORDER, InstancePage, activity_rule_of, upcoming_outside_breaks
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance, TaskInstanceConnection
@@ -195,8 +195,14 @@ class Task(Node):
         if self.row.state.value == "ENDED" or self.row.deleted_at is not None:
             return []
         info.context.spend_upcoming(first)
-        budget = info.context.policies.chain.recurrence
-        return await upcoming(self.row, await info.context.now(), first, budget)
+        # those inside a planned break are not due: left out
+        return await upcoming_outside_breaks(
+            self.row, await info.context.now(), first, info.context.policies.chain
+        )
+
+    @strawberry.field(description="planned breaks that are not over, earliest first; owner and partners")
+    async def breaks(self, info: Info) -> list[TaskBreak]:
+        return [TaskBreak(row=row) for row in await info.context.loaders.breaks.load(str(self.row.id))]
 
     @strawberry.field(description="consecutive VERIFIED instances, counted back from the latest settled one")
     async def streak(self, info: Info) -> int:

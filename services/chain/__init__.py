@@ -4,6 +4,7 @@ dialects), and keep its link alive."""
 from __future__ import annotations
 
 from services.chain.batch import settle_links
+from services.chain.breaks import break_spans, first_due_outside, has_breaks_ahead
 from services.chain.chain import (
     OPEN_STATUSES,
     ChainTiming,
@@ -30,10 +31,13 @@ __all__ = [
     "OPEN_STATUSES",
     "ChainTiming",
     "NextPlan",
+    "break_spans",
     "cancel_open_instance",
     "cancel_open_instances",
     "decided_event",
     "decided_status",
+    "first_due_outside",
+    "has_breaks_ahead",
     "links_of",
     "lock_task",
     "move_fire_at",

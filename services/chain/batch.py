@@ -78,7 +78,7 @@ async def settle_chunk(
             {
                 r.instance_id: r
                 for r in [*due, *gathered]
-                if r.instance_id not in busy and not r.change_due(now)
+                if r.instance_id not in busy and not r.change_due(now) and not r.on_break_path(now)
             }.values()
         )
         if not rows:
@@ -113,11 +113,17 @@ def _due(row: LinkedRow, now: datetime) -> bool:
 
 
 def _row_path(row: LinkedRow, now: datetime) -> bool:
-    """A review at its deadline, an early link (which resends the remainder), or a task whose waiting
-    change has come due (applied before the settlement): chain.fire's work."""
+    """A review at its deadline, an early link (which resends the remainder), a task whose waiting change
+    has come due (applied before the settlement), or one with a planned break ahead (planned around it):
+    chain.fire's work."""
     if row.fire_at is None or row.status not in OPEN_STATUSES:
         return False  # nothing owed: a duplicate or a late link
-    return row.status is InstanceStatus.PENDING_REVIEW or row.fire_at > now or row.change_due(now)
+    return (
+        row.status is InstanceStatus.PENDING_REVIEW
+        or row.fire_at > now
+        or row.change_due(now)
+        or row.on_break_path(now)
+    )
 
 
 async def _settle_rows(rows: list[LinkedRow], timing: ChainTiming) -> set[str]:

@@ -29,6 +29,7 @@ from models import (
 )
 from observability.metrics import observe_settlement
 from rules.recurrence import DEFAULT_BUDGET, RecurrenceBudget
+from services.chain.breaks import break_spans, first_due_outside
 from services.chain.links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain.links import LINK_BATCH as LINK_BATCH
@@ -143,8 +144,11 @@ async def plan_next_instances(
     their reminders; the links leave after commit."""
     ended: list[Task] = []
     planned: list[tuple[Task, TaskInstance]] = []
+    breaks = await break_spans([plan.task for plan in plans], now)  # no statement when none has any
     for plan in plans:
         due_at = await next_due_after(plan.task, max(plan.after, now), timing.recurrence, plan.due)
+        if str(plan.task.id) in breaks:
+            due_at = await first_due_outside(plan.task, due_at, breaks[str(plan.task.id)], timing.recurrence)
         if due_at is None:
             plan.task.state = TaskState.ENDED
             ended.append(plan.task)

@@ -18,10 +18,14 @@ from services.kit import as_utc, connection, is_sqlite
 PENDING = InstanceStatus.PENDING.value
 TASK_COLUMNS = (
     "t.owner_id, t.title, t.last_seq, t.starts_at, t.rrule, t.timezone, t.window_seconds,"
-    " t.grace_seconds, t.count_ends_at, t.reminders, t.pending_effective_at"
+    " t.grace_seconds, t.count_ends_at, t.reminders, t.pending_effective_at, t.break_until"
 )
-# a task whose waiting change has come due is settled by chain.fire, which applies the change first
-NO_CHANGE_DUE = "(t.pending_effective_at IS NULL OR t.pending_effective_at > {now})"
+# a task whose waiting change has come due is settled by chain.fire, which applies the change first; so
+# is one with a planned break ahead, whose next instance is planned around it (services/chain/breaks.py)
+NO_CHANGE_DUE = (
+    "((t.pending_effective_at IS NULL OR t.pending_effective_at > {now})"
+    " AND (t.break_until IS NULL OR t.break_until <= {now}))"
+)
 
 
 @dataclass(frozen=True)
@@ -34,9 +38,14 @@ class LinkedRow:
     due_at: datetime
     schedule: Schedule
     change_due_at: datetime | None  # the task's waiting change (commitment horizon), if any
+    break_until: datetime | None = None  # the end of the task's latest planned break, if any
 
     def change_due(self, now: datetime) -> bool:
         return self.change_due_at is not None and self.change_due_at <= now
+
+    def on_break_path(self, now: datetime) -> bool:
+        """A break lies ahead: the row path plans the next instance around it."""
+        return self.break_until is not None and self.break_until > now
 
 
 def maybe_utc(value: Any) -> datetime | None:
@@ -126,6 +135,7 @@ def _linked(row: Any) -> LinkedRow:
         due_at=as_utc(row["due_at"]),
         schedule=schedule_from(row),
         change_due_at=maybe_utc(row["pending_effective_at"]),
+        break_until=maybe_utc(row["break_until"]),
     )
 
 

@@ -32,6 +32,7 @@ TYPE_OF = {
     "session": "Session",
     "webhook": "Webhook",
     "delivery": "WebhookDelivery",
+    "break": "TaskBreak",
 }
 _HALF = 2**64
 _ROUNDS = 6

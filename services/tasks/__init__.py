@@ -4,6 +4,14 @@ that wait out the commitment horizon, and the pump tick that hands timers over."
 from __future__ import annotations
 
 from services.tasks.activity_rules import activity_rule, activity_rule_of
+from services.tasks.breaks import (
+    MAX_BREAKS_AHEAD,
+    BreakRequest,
+    breaks_ahead,
+    end_break,
+    schedule_break,
+    upcoming_outside_breaks,
+)
 from services.tasks.drafts import (
     DEFAULT_REVIEW_WINDOW_SECONDS,
     GpsRuleDraft,
@@ -42,8 +50,10 @@ __all__ = [
     "GPS_PARTS",
     "INSTANCE_ORDER",
     "MAX_AGENDA_DAYS",
+    "MAX_BREAKS_AHEAD",
     "TASK_ORDER",
     "VERIFICATION_ORDER",
+    "BreakRequest",
     "GpsRuleDraft",
     "InstanceCount",
     "InstancePage",
@@ -62,12 +72,16 @@ __all__ = [
     "apply_changes_before_links",
     "apply_changes_of",
     "apply_due_change_before_proof",
+    "breaks_ahead",
     "check_schedule_text",
     "due_today",
+    "end_break",
     "instance_counts",
     "instance_pages",
     "lock_with_due_change",
     "move_tasks_to_zone",
     "open_instances",
     "pump_once",
+    "schedule_break",
+    "upcoming_outside_breaks",
 ]
