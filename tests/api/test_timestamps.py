@@ -17,17 +17,23 @@ import pytest
 from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
+from harness import media_factory
 from harness.mailbox import Mailbox
 from harness.proofloop import (
     ApiClient,
     ServerProcess,
     WorkerProcess,
+    create_open_task,
+    file_var,
     free_port,
     migrated_database,
+    open_schedule,
     partner_pair,
+    upload,
 )
 from tests.api.reminder_support import REGISTER_WEBHOOK, one_off, receiving
 from tests.api.test_commitment_horizon import set_horizon
+from tests.api.test_integrations import activity, connected_task
 from tests.api.test_live import ws_url
 from tests.api.test_reviews import request_review, review
 
@@ -56,6 +62,13 @@ CREATE = """mutation($input: CreateTaskInput!) {
 }"""
 INSTANCE_QUERY = f"query($id: ID!) {{ instance(id: $id) {{ {INSTANCE} }} }}"
 UPDATE = "mutation($id: ID!, $input: UpdateTaskInput!) { updateTask(id: $id, input: $input) { id } }"
+PROOF_INSTANTS = """query($id: ID!) { instance(id: $id) { verifications {
+  __typename capturedAt activity { __typename occurredAt } } } }"""
+SUBMIT_PHOTO = (
+    "mutation($id: ID!, $photo: Upload!) { submitPhoto(instanceId: $id, photo: $photo) { status } }"
+)
+BREAK = """mutation($in: ScheduleBreakInput!) { scheduleBreak(input: $in) {
+  __typename appliesFrom endsAt createdAt } }"""
 DATETIME_FIELDS = """{ __schema { types { name kind fields {
   name type { kind name ofType { kind name ofType { kind name ofType { kind name } } } }
 } } } }"""
@@ -137,6 +150,27 @@ def payload_instants(value: object) -> list[object]:
     if isinstance(value, list):
         return [found for item in value for found in payload_instants(item)]
     return []
+
+
+async def read_proof_and_break_instants(
+    api: ApiClient, server: ServerProcess, owner: str, wanted: set[str], found: dict[str, list[object]]
+) -> None:
+    """An integration's activity (its time given at +05:30), a photo's capture time and a break's."""
+    zoned = {**open_schedule(), "timezone": ZONE}
+    _, instance_id, sender = await connected_task(api, server, owner, {})
+    occurred = (datetime.now(UTC) - timedelta(minutes=2)).astimezone(ZoneInfo(ZONE)).isoformat()
+    assert (await sender.send(activity(occurredAt=occurred))).status_code == 200
+    photo_task, photo_instance = await create_open_task(api, owner, "PHOTO", zoned)
+    taken = (datetime.now(UTC) - timedelta(minutes=3)).astimezone(ZoneInfo(ZONE)).replace(tzinfo=None)
+    photo = media_factory.photo_with_exif(71, taken=taken, offset="+05:30")
+    await upload(api, SUBMIT_PHOTO, {"id": photo_instance, "photo": file_var(photo)}, token=owner)
+    for instance in (instance_id, photo_instance):
+        read_datetimes(await api.execute(PROOF_INSTANTS, {"id": instance}, token=owner), wanted, found)
+    later = (datetime.now(UTC) + timedelta(days=20)).date().isoformat()
+    made = await api.execute(
+        BREAK, {"in": {"taskId": photo_task, "startsOn": later, "endsOn": later}}, token=owner
+    )
+    read_datetimes(made, wanted, found)
 
 
 @contextlib.asynccontextmanager
@@ -236,6 +270,7 @@ async def test_every_datetime_the_api_returns_is_utc_with_a_z(
         'mutation { requestAccountDeletion(password: "correct horse battery") { __typename deletionDueAt } }'
     )
     read_datetimes(await api.execute(deleting, token=leaving), wanted, found)
+    await read_proof_and_break_instants(api, stamped_server, owner, wanted, found)
 
     assert {
         "Task.upcoming",

@@ -24,6 +24,8 @@ STORED = {
     "video_min_duration_seconds": 12.5,
     "review_window_seconds": 3600,
     "review_on_timeout": "APPROVE",
+    "activity_rule": {"activity_types": ["run"], "min_duration_seconds": 600.0, "min_distance_meters": 0.0},
+    "capture_time_optional": True,
     "pause": True,
     "delete": True,
 }
