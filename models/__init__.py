@@ -18,6 +18,7 @@ from models.event import Event
 from models.export import DataExport
 from models.instance import TaskInstance
 from models.integration_event import IntegrationEvent
+from models.location_sample import LocationSample
 from models.mail import OutgoingMail
 from models.partnership import Partnership
 from models.reminder import InstanceReminder
@@ -38,6 +39,7 @@ __all__ = [
     "InstanceReminder",
     "InstanceStatus",
     "IntegrationEvent",
+    "LocationSample",
     "MailedToken",
     "MailedTokenPurpose",
     "OutgoingMail",

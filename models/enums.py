@@ -48,6 +48,8 @@ class RejectionReason(StrEnum):
     ACTIVITY_MISMATCH = "ACTIVITY_MISMATCH"  # an activity of a type the rule does not list
     BELOW_MIN_DISTANCE = "BELOW_MIN_DISTANCE"  # an activity that covered less than the rule's distance
     NO_CAPTURE_TIME = "NO_CAPTURE_TIME"  # a photo or video without one, for a task that requires it
+    ENTERED_AVOIDED_PLACE = "ENTERED_AVOIDED_PLACE"  # avoid-a-place: a sample inside the geofence
+    NOT_ENOUGH_SAMPLES = "NOT_ENOUGH_SAMPLES"  # avoid-a-place: a gap between samples longer than allowed
 
 
 class CaptureTimeSource(StrEnum):

@@ -52,6 +52,29 @@ def media_upload(upload: object, field: str, max_bytes: int) -> MediaUpload:
     return MediaUpload(field=field, size=size, read=read)
 
 
+@strawberry.input(description="one location fix the phone recorded")
+class LocationSampleInput:
+    latitude: float
+    longitude: float
+    accuracy_meters: float
+    recorded_at: datetime
+
+    def to_check_in(self) -> proofs.CheckIn:
+        return proofs.CheckIn(
+            latitude=self.latitude,
+            longitude=self.longitude,
+            accuracy_meters=self.accuracy_meters,
+            recorded_at=aware(self.recorded_at, "samples.recordedAt"),
+        )
+
+
+@strawberry.type(description="what a batch of samples added")
+class LocationReport:
+    accepted: int = strawberry.field(description="kept: recorded in the window, accurate enough")
+    ignored: int = strawberry.field(description="recorded outside the window, or vaguer than the rule")
+    total: int = strawberry.field(description="kept for this instance so far")
+
+
 @strawberry.type
 class ProofMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
@@ -89,6 +112,22 @@ class ProofMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_video(self, info: Info, instance_id: strawberry.ID, video: Upload) -> Verification:
         return await _submit_media(info, instance_id, video, "video", proofs.submit_video)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="avoid-a-place: location samples for your open instance, judged at its due time; "
+        "at most 500 per request, kept only as when and whether inside, never shown to partners",
+    )
+    async def report_locations(
+        self, info: Info, instance_id: strawberry.ID, samples: list[LocationSampleInput]
+    ) -> LocationReport:
+        report = await proofs.report_locations(
+            await info.context.viewer(),
+            str(instance_id),
+            [s.to_check_in() for s in samples],
+            arrival=await info.context.arrival(),
+        )
+        return LocationReport(accepted=report.accepted, ignored=report.ignored, total=report.total)
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],

@@ -65,6 +65,16 @@ class GpsRuleInput:
     center: GeoPointInput
     radius_meters: float
     max_accuracy_meters: float = 100
+    avoid: bool = strawberry.field(
+        default=False,
+        description="stay OUT of the geofence for the whole window, proved by reportLocations samples "
+        "(set when the task is created)",
+    )
+    max_sample_gap_seconds: int | None = strawberry.field(
+        default=None,
+        description="avoid: the longest stretch of the window without a sample that still proves staying "
+        "out (60..3600, default 600; set when the task is created)",
+    )
 
     def to_draft(self) -> GpsRuleDraft:
         return GpsRuleDraft(
@@ -72,6 +82,8 @@ class GpsRuleInput:
             longitude=self.center.longitude,
             radius_meters=self.radius_meters,
             max_accuracy_meters=self.max_accuracy_meters,
+            avoid=self.avoid,
+            max_sample_gap_seconds=self.max_sample_gap_seconds,
         )
 
 

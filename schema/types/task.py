@@ -16,6 +16,7 @@ from schema.types.pagination import PageInfo, page_request
 from schema.types.pending_change import PendingChange, pending_change_of
 from schema.types.task_break import TaskBreak
 from schema.types.user import User, load_user
+from services.chain import DEFAULT_MAX_SAMPLE_GAP_SECONDS
 from services.feed import Scope, ScopeKind
 from services.kit import check_page_size, global_id
 from services.reminders import offsets_of
@@ -48,6 +49,12 @@ class GpsRule:
     center: GeoPoint | None = strawberry.field(description="the owner's alone: null for partners")
     radius_meters: float
     max_accuracy_meters: float
+    avoid: bool = strawberry.field(
+        default=False, description="stay out of the geofence for the window (proved by reportLocations)"
+    )
+    max_sample_gap_seconds: int | None = strawberry.field(
+        default=None, description="avoid: the longest stretch without a sample that still proves it"
+    )
 
 
 @strawberry.type
@@ -123,6 +130,10 @@ class Task(Node):
             center=GeoPoint(latitude=row.gps_latitude, longitude=row.gps_longitude) if owner else None,
             radius_meters=row.gps_radius_meters,
             max_accuracy_meters=row.gps_max_accuracy_meters or 0.0,
+            avoid=row.gps_avoid,
+            max_sample_gap_seconds=(row.gps_max_sample_gap_seconds or DEFAULT_MAX_SAMPLE_GAP_SECONDS)
+            if row.gps_avoid
+            else None,
         )
 
     @strawberry.field

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
+from models import RejectionReason as RejectionReasonRow
 from models import TaskInstance as TaskInstanceRow
 from models import Verification as VerificationRow
 from schema.context import Info
@@ -117,6 +118,15 @@ class Verification(Node):
     @strawberry.field(description="PHOTO/VIDEO: where capturedAt was read; null for other methods")
     def capture_time_source(self) -> CaptureTimeSource | None:
         return self.row.capture_source
+
+    @strawberry.field(
+        description="avoid-a-place, ENTERED_AVOIDED_PLACE: when the first sample inside was recorded "
+        "(partners see this time, never a position)"
+    )
+    def entered_at(self) -> datetime | None:
+        if self.row.reason is not RejectionReasonRow.ENTERED_AVOIDED_PLACE:
+            return None
+        return self.row.recorded_at
 
     @strawberry.field(description="INTEGRATION: what the integration reported; owner and active partners")
     def activity(self) -> Activity | None:

@@ -3,6 +3,7 @@ dialects), and keep its link alive."""
 
 from __future__ import annotations
 
+from services.chain.avoidance import DEFAULT_MAX_SAMPLE_GAP_SECONDS
 from services.chain.batch import settle_links
 from services.chain.breaks import break_spans, first_due_outside, has_breaks_ahead
 from services.chain.chain import (
@@ -26,6 +27,7 @@ from services.chain.chain import (
 from services.chain.links import FIRE_ACTOR, FIRE_BATCH_ACTOR, send_links_after_commit
 
 __all__ = [
+    "DEFAULT_MAX_SAMPLE_GAP_SECONDS",
     "FIRE_ACTOR",
     "FIRE_BATCH_ACTOR",
     "OPEN_STATUSES",

@@ -78,7 +78,7 @@ async def settle_chunk(
             {
                 r.instance_id: r
                 for r in [*due, *gathered]
-                if r.instance_id not in busy and not r.change_due(now) and not r.on_break_path(now)
+                if r.instance_id not in busy and not r.change_due(now) and not r.takes_row_path(now)
             }.values()
         )
         if not rows:
@@ -122,7 +122,7 @@ def _row_path(row: LinkedRow, now: datetime) -> bool:
         row.status is InstanceStatus.PENDING_REVIEW
         or row.fire_at > now
         or row.change_due(now)
-        or row.on_break_path(now)
+        or row.takes_row_path(now)
     )
 
 

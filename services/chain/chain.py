@@ -29,6 +29,7 @@ from models import (
 )
 from observability.metrics import observe_settlement
 from rules.recurrence import DEFAULT_BUDGET, RecurrenceBudget
+from services.chain.avoidance import avoidance_verdict, forget_samples, is_avoid, verdict_settlement
 from services.chain.breaks import break_spans, first_due_outside
 from services.chain.links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
@@ -285,12 +286,37 @@ async def _settle_pending(
         # a link of a superseded chain: the row must not stay behind owing work
         await settle_instance(task, instance, InstanceStatus.CANCELED, now)
         return FireOutcome.STALE
+    if is_avoid(task):
+        return await _settle_avoidance(task, instance, now, link_no, timing, due)
     missed = (EventType.MISSED,)
     if not await settle_instance(task, instance, InstanceStatus.MISSED, now, events=missed, fire_at__lte=now):
         return await _resend_if_early(instance, now, link_no)
     await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
     log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
     return FireOutcome.MISSED
+
+
+async def _settle_avoidance(
+    task: Task, instance: TaskInstance, now: datetime, link_no: int, timing: ChainTiming, due: DueTimes | None
+) -> FireOutcome:
+    """An avoid-a-place instance at its close: its samples decide VERIFIED or REJECTED (never MISSED)."""
+    if instance.fire_at is not None and instance.fire_at > now:
+        return await _resend_if_early(instance, now, link_no)
+    verification = await avoidance_verdict(task, instance, now)
+    outcome, events = verdict_settlement(verification)
+    await verification.save()
+    if not await settle_instance(
+        task, instance, outcome, now, events=events, verification=verification, fire_at__lte=now
+    ):
+        await verification.delete()
+        return await _resend_if_early(instance, now, link_no)
+    await forget_samples(instance)
+    await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+    log.info(
+        "avoid-a-place instance settled",
+        extra={"task_id": str(task.id), "instance_id": str(instance.id), "status": outcome.value},
+    )
+    return FireOutcome.VERIFIED if outcome is InstanceStatus.VERIFIED else FireOutcome.REJECTED
 
 
 def decided_status(review: Verification | None, approve: bool) -> InstanceStatus:

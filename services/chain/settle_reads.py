@@ -18,13 +18,14 @@ from services.kit import as_utc, connection, is_sqlite
 PENDING = InstanceStatus.PENDING.value
 TASK_COLUMNS = (
     "t.owner_id, t.title, t.last_seq, t.starts_at, t.rrule, t.timezone, t.window_seconds,"
-    " t.grace_seconds, t.count_ends_at, t.reminders, t.pending_effective_at, t.break_until"
+    " t.grace_seconds, t.count_ends_at, t.reminders, t.pending_effective_at, t.break_until, t.gps_avoid"
 )
 # a task whose waiting change has come due is settled by chain.fire, which applies the change first; so
-# is one with a planned break ahead, whose next instance is planned around it (services/chain/breaks.py)
+# is one with a planned break ahead, whose next instance is planned around it (services/chain/breaks.py),
+# and an avoid-a-place task, whose samples decide its outcome (services/chain/avoidance.py)
 NO_CHANGE_DUE = (
     "((t.pending_effective_at IS NULL OR t.pending_effective_at > {now})"
-    " AND (t.break_until IS NULL OR t.break_until <= {now}))"
+    " AND (t.break_until IS NULL OR t.break_until <= {now}) AND NOT t.gps_avoid)"
 )
 
 
@@ -39,13 +40,14 @@ class LinkedRow:
     schedule: Schedule
     change_due_at: datetime | None  # the task's waiting change (commitment horizon), if any
     break_until: datetime | None = None  # the end of the task's latest planned break, if any
+    avoid: bool = False  # an avoid-a-place task: its samples decide at the deadline
 
     def change_due(self, now: datetime) -> bool:
         return self.change_due_at is not None and self.change_due_at <= now
 
-    def on_break_path(self, now: datetime) -> bool:
-        """A break lies ahead: the row path plans the next instance around it."""
-        return self.break_until is not None and self.break_until > now
+    def takes_row_path(self, now: datetime) -> bool:
+        """A break lies ahead (the row path plans around it), or its samples decide (an avoid task)."""
+        return self.avoid or (self.break_until is not None and self.break_until > now)
 
 
 def maybe_utc(value: Any) -> datetime | None:
@@ -136,6 +138,7 @@ def _linked(row: Any) -> LinkedRow:
         schedule=schedule_from(row),
         change_due_at=maybe_utc(row["pending_effective_at"]),
         break_until=maybe_utc(row["break_until"]),
+        avoid=bool(row["gps_avoid"]),
     )
 
 

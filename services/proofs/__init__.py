@@ -4,6 +4,7 @@ media_links.py, decode_gate.py) and appeals of a decision."""
 
 from __future__ import annotations
 
+from services.proofs.avoid import LocationReport, report_locations
 from services.proofs.decode_gate import DecodeGate
 from services.proofs.gps import CheckIn, check_in
 from services.proofs.integration import (
@@ -36,6 +37,7 @@ __all__ = [
     "DecodeGate",
     "DuplicateEvent",
     "IntegrationPolicy",
+    "LocationReport",
     "MediaPolicy",
     "MediaUpload",
     "check_in",
@@ -48,6 +50,7 @@ __all__ = [
     "parse_event",
     "record_activity",
     "remove_unreferenced",
+    "report_locations",
     "request_review",
     "review_queue",
     "reviewable",

@@ -97,8 +97,15 @@ async def check_in(
         return await judge_fix(target, check_in, arrival, max_speed_kmh)
 
     # a late check-in is judged too: its owner sees where it was and how far from the centre
-    kind = ProofKind(VerificationMethod.GPS, accept=settle_verified, judge=judge, judge_late=True)
+    kind = ProofKind(
+        VerificationMethod.GPS, accept=settle_verified, judge=judge, judge_late=True, admit=_not_avoid
+    )
     return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
+
+
+async def _not_avoid(target: ProofTarget) -> None:
+    if target.task.gps_avoid:  # proved by staying out, not by being there
+        raise BadInput("instanceId", "an avoid-a-place task is proved by reportLocations, not checkIn")
 
 
 async def judge_fix(

@@ -22,6 +22,10 @@ MAX_RRULE = 500
 # Physical bounds: a geofence wider than a city proves nothing, and no phone fix is that vague.
 MAX_RADIUS_METERS = 100_000.0
 MAX_ACCURACY_METERS = 10_000.0
+# avoid-a-place: samples at least this often (a phone's background updates manage a minute), at most
+# an hour apart (longer says nothing about where someone was)
+MIN_SAMPLE_GAP_SECONDS = 60
+MAX_SAMPLE_GAP_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class GpsRuleDraft:
     longitude: float
     radius_meters: float
     max_accuracy_meters: float
+    avoid: bool = False  # fixed when the task is created
+    max_sample_gap_seconds: int | None = None  # avoid: fixed when the task is created
 
 
 # a PARTNER task's review window when none is given
@@ -125,6 +131,13 @@ def check_gps_rule(rule: GpsRuleDraft) -> None:
         raise BadInput(
             "input.gps.maxAccuracyMeters", f"must be greater than 0 and at most {MAX_ACCURACY_METERS:.0f}"
         )
+    gap = rule.max_sample_gap_seconds
+    if gap is not None and not MIN_SAMPLE_GAP_SECONDS <= gap <= MAX_SAMPLE_GAP_SECONDS:
+        raise BadInput(
+            "input.gps.maxSampleGapSeconds", f"must be {MIN_SAMPLE_GAP_SECONDS} to {MAX_SAMPLE_GAP_SECONDS}"
+        )
+    if gap is not None and not rule.avoid:
+        raise BadInput("input.gps.maxSampleGapSeconds", "applies only to an avoid rule (avoid: true)")
 
 
 def check_video_rule(min_duration_seconds: float) -> None:

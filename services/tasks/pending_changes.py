@@ -123,7 +123,7 @@ def _rule_values(task: Task) -> dict[RuleField, Value]:
     if task.gps_latitude is not None and task.gps_longitude is not None:
         values[RuleField.GPS_CENTER] = (task.gps_latitude, task.gps_longitude)
     if task.gps_radius_meters is not None:
-        values[RuleField.GPS_RADIUS] = task.gps_radius_meters
+        values[RuleField.GPS_RADIUS] = _radius_value(task.gps_radius_meters, avoid=task.gps_avoid)
     if task.gps_max_accuracy_meters is not None:
         values[RuleField.GPS_ACCURACY] = task.gps_max_accuracy_meters
     if task.video_min_duration_seconds is not None:
@@ -138,11 +138,16 @@ def _rule_values(task: Task) -> dict[RuleField, Value]:
     return values
 
 
-def _proposed_values(patch: TaskPatch) -> dict[RuleField, Value]:
+def _radius_value(radius_meters: float, *, avoid: bool) -> float:
+    """The radius as the horizon compares it (larger is easier): for a place to avoid, a smaller one is."""
+    return -radius_meters if avoid else radius_meters
+
+
+def _proposed_values(patch: TaskPatch, *, avoid: bool) -> dict[RuleField, Value]:
     values: dict[RuleField, Value] = {}
     if patch.gps is not None:
         values[RuleField.GPS_CENTER] = (patch.gps.latitude, patch.gps.longitude)
-        values[RuleField.GPS_RADIUS] = patch.gps.radius_meters
+        values[RuleField.GPS_RADIUS] = _radius_value(patch.gps.radius_meters, avoid=avoid)
         values[RuleField.GPS_ACCURACY] = patch.gps.max_accuracy_meters
     if patch.video_min_duration_seconds is not None:
         values[RuleField.VIDEO_MIN_DURATION] = patch.video_min_duration_seconds
@@ -160,7 +165,7 @@ def _proposed_values(patch: TaskPatch) -> dict[RuleField, Value]:
 def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange, frozenset[Part]]:
     """The rule part of an edit (gps, video, partner review): (applied at once, what waits, the waiting
     parts it supersedes). A rule the task does not have passes through to be refused."""
-    waiting = waiting_fields(_rule_values(task), _proposed_values(patch))
+    waiting = waiting_fields(_rule_values(task), _proposed_values(patch, avoid=task.gps_avoid))
     later = PendingChange()
     touched: set[Part] = set()
     gps = patch.gps
@@ -177,7 +182,7 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange,
         if RuleField.GPS_ACCURACY in waiting:
             later = replace(later, gps_max_accuracy_meters=accuracy)
             accuracy = task.gps_max_accuracy_meters or accuracy
-        gps = GpsRuleDraft(lat, lon, radius, accuracy)
+        gps = GpsRuleDraft(lat, lon, radius, accuracy, gps.avoid, gps.max_sample_gap_seconds)
     video = patch.video_min_duration_seconds
     if video is not None:
         touched.add(Part.VIDEO_MIN_DURATION)
@@ -262,6 +267,8 @@ def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
             float(lon),
             float(task.gps_radius_meters or 0.0 if radius is None else radius),
             float(task.gps_max_accuracy_meters or 0.0 if accuracy is None else accuracy),
+            task.gps_avoid,
+            task.gps_max_sample_gap_seconds,
         )
     return TaskPatch(
         gps=gps,

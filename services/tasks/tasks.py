@@ -210,6 +210,10 @@ async def _insert_planned(
             gps_longitude=draft.gps.longitude if draft.gps else None,
             gps_radius_meters=draft.gps.radius_meters if draft.gps else None,
             gps_max_accuracy_meters=draft.gps.max_accuracy_meters if draft.gps else None,
+            gps_avoid=bool(draft.gps and draft.gps.avoid and draft.method is VerificationMethod.GPS),
+            gps_max_sample_gap_seconds=draft.gps.max_sample_gap_seconds
+            if draft.gps and draft.gps.avoid
+            else None,
             video_min_duration_seconds=draft.video_min_duration_seconds,
             require_capture_time=draft.require_capture_time and draft.method in CAPTURED_METHODS,
             review_window_seconds=c.partner.review_window_seconds if c.partner else None,
@@ -345,6 +349,11 @@ async def _apply_update(
 ) -> None:
     if patch.gps is not None and task.method is not VerificationMethod.GPS:
         raise BadInput("input.gps", "applies only to GPS tasks")
+    if patch.gps is not None and patch.gps.avoid != task.gps_avoid:
+        raise BadInput("input.gps.avoid", "is fixed when the task is created: create another task")
+    gap = patch.gps.max_sample_gap_seconds if patch.gps is not None else None
+    if gap is not None and gap != task.gps_max_sample_gap_seconds:
+        raise BadInput("input.gps.maxSampleGapSeconds", "is fixed when the task is created")
     if patch.video_min_duration_seconds is not None and task.method is not VerificationMethod.VIDEO:
         raise BadInput("input.video", "applies only to VIDEO tasks")
     if patch.partner is not None and task.method is not VerificationMethod.PARTNER:

@@ -20,6 +20,7 @@ from gql.transport.websockets import WebsocketsTransport
 from harness import media_factory
 from harness.mailbox import Mailbox
 from harness.proofloop import (
+    BERLIN,
     ApiClient,
     ServerProcess,
     WorkerProcess,
@@ -32,6 +33,7 @@ from harness.proofloop import (
     upload,
 )
 from tests.api.reminder_support import REGISTER_WEBHOOK, one_off, receiving
+from tests.api.test_avoid_a_place import avoid_rule, judged, report, sample, soon
 from tests.api.test_commitment_horizon import set_horizon
 from tests.api.test_integrations import activity, connected_task
 from tests.api.test_live import ws_url
@@ -63,7 +65,7 @@ CREATE = """mutation($input: CreateTaskInput!) {
 INSTANCE_QUERY = f"query($id: ID!) {{ instance(id: $id) {{ {INSTANCE} }} }}"
 UPDATE = "mutation($id: ID!, $input: UpdateTaskInput!) { updateTask(id: $id, input: $input) { id } }"
 PROOF_INSTANTS = """query($id: ID!) { instance(id: $id) { verifications {
-  __typename capturedAt activity { __typename occurredAt } } } }"""
+  __typename capturedAt enteredAt activity { __typename occurredAt } } } }"""
 SUBMIT_PHOTO = (
     "mutation($id: ID!, $photo: Upload!) { submitPhoto(instanceId: $id, photo: $photo) { status } }"
 )
@@ -155,8 +157,11 @@ def payload_instants(value: object) -> list[object]:
 async def read_proof_and_break_instants(
     api: ApiClient, server: ServerProcess, owner: str, wanted: set[str], found: dict[str, list[object]]
 ) -> None:
-    """An integration's activity (its time given at +05:30), a photo's capture time and a break's."""
+    """An integration's activity (its time given at +05:30), a photo's capture time, an avoided place's
+    entry and a break's instants."""
     zoned = {**open_schedule(), "timezone": ZONE}
+    _, avoided = await create_open_task(api, owner, "GPS", soon(20), gps=avoid_rule())
+    await report(api, owner, avoided, [sample(BERLIN, 2)])
     _, instance_id, sender = await connected_task(api, server, owner, {})
     occurred = (datetime.now(UTC) - timedelta(minutes=2)).astimezone(ZoneInfo(ZONE)).isoformat()
     assert (await sender.send(activity(occurredAt=occurred))).status_code == 200
@@ -164,7 +169,8 @@ async def read_proof_and_break_instants(
     taken = (datetime.now(UTC) - timedelta(minutes=3)).astimezone(ZoneInfo(ZONE)).replace(tzinfo=None)
     photo = media_factory.photo_with_exif(71, taken=taken, offset="+05:30")
     await upload(api, SUBMIT_PHOTO, {"id": photo_instance, "photo": file_var(photo)}, token=owner)
-    for instance in (instance_id, photo_instance):
+    await judged(api, owner, avoided)
+    for instance in (instance_id, photo_instance, avoided):
         read_datetimes(await api.execute(PROOF_INSTANTS, {"id": instance}, token=owner), wanted, found)
     later = (datetime.now(UTC) + timedelta(days=20)).date().isoformat()
     made = await api.execute(
