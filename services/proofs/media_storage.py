@@ -156,7 +156,8 @@ class StagedBlobs:
     async def confirm(self) -> None:
         """After commit: rewrite any blob that a concurrent discard removed before our row was visible."""
         try:
-            for data in self.contents:
-                await self.store.put(data)
+            for digest, data in zip(self.digests, self.contents, strict=True):
+                if not await self.store.exists(digest):  # a HEAD, not a second upload of the bytes
+                    await self.store.put(data)
         except StoreUnavailable as exc:  # the row has committed: its outcome stands
             report_failure(log, "media confirm", exc, "rewriting a proof's media failed")
