@@ -19,7 +19,7 @@ from strawberry.subscriptions import (
 
 from actors.broker import configure_broker
 from observability.statements import StatementCount, count_statements
-from policies import api_policies
+from policies import api_policies, blob_store
 from realtime.hub import Hub
 from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
@@ -32,7 +32,7 @@ from services.kit import NameLookups
 from services.partners import access
 from services.proofs import DecodeGate, sweep_orphans_forever
 from settings import Settings, get_settings
-from storage.blobs import BlobStore
+from storage import BlobStore
 from web.exports import exports_endpoint
 from web.graphiql import graphiql_assets
 from web.graphql_view import ProofloopGraphQL
@@ -48,10 +48,9 @@ from web.state import ApiResources, ApiState
 from web.uploads import UploadLimits
 
 
-def start_media_sweep(settings: Settings) -> asyncio.Task[None] | None:
+def start_media_sweep(settings: Settings, store: BlobStore) -> asyncio.Task[None] | None:
     if settings.media_sweep_seconds <= 0:
         return None
-    store = BlobStore(settings.media_dir)
     return asyncio.create_task(
         sweep_orphans_forever(store, settings.media_sweep_seconds, settings.media_orphan_age_seconds)
     )
@@ -97,6 +96,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         passwords = PasswordHashing(settings.password_hash_threads, settings.password_hash_queue)
         # one per process: every request's media decodes share it
         decode_gate = DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue)
+        media_store = blob_store(settings)
         resources = ApiResources(
             settings=settings,
             database=database,
@@ -107,9 +107,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
             decode_gate=decode_gate,
             documents=ValidDocuments(settings.document_cache_bytes),
             name_lookups=NameLookups(),
-            policies=api_policies(settings, passwords=passwords, decode_gate=decode_gate),
+            media_store=media_store,
+            policies=api_policies(
+                settings, passwords=passwords, decode_gate=decode_gate, media_store=media_store
+            ),
         )
-        sweep = start_media_sweep(settings)
+        sweep = start_media_sweep(settings, media_store)
         probe = asyncio.create_task(
             probe_outages(database, redis, settings.outage_probe_seconds, settings.ready_timeout_seconds)
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from observability.outages import outage
 from rules.recurrence import RecurrenceBudget
 from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
@@ -17,6 +18,7 @@ from services.proofs import DecodeGate, IntegrationPolicy, MediaPolicy
 from services.timers import PumpSettings
 from services.webhooks import DeliveryLimits, DeliveryTiming
 from settings import Settings
+from storage import BlobStore, open_blob_store
 
 # A mail-request window is an hour: PROOFLOOP_MAIL_REQUESTS_PER_HOUR says how many fit in one.
 _MAIL_WINDOW_SECONDS = 3600
@@ -69,9 +71,19 @@ def account_rules(settings: Settings, passwords: PasswordHashing) -> AccountRule
     )
 
 
-def media_policy(settings: Settings, gate: DecodeGate) -> MediaPolicy:
+def blob_store(settings: Settings) -> BlobStore:
+    """The process's media store (PROOFLOOP_MEDIA_STORE_URL); an S3 store's answers end its outage."""
+    return open_blob_store(
+        settings.media_store_url,
+        settings.media_dir,
+        timeout=settings.media_store_timeout_seconds,
+        on_answer=outage("media store").answered,
+    )
+
+
+def media_policy(settings: Settings, gate: DecodeGate, store: BlobStore) -> MediaPolicy:
     return MediaPolicy(
-        media_dir=settings.media_dir,
+        store=store,
         gate=gate,
         max_image_pixels=settings.max_image_pixels,
         max_decode_bytes=settings.max_decode_bytes,
@@ -130,12 +142,14 @@ class ApiPolicies:
     integrations: IntegrationPolicy
 
 
-def api_policies(settings: Settings, *, passwords: PasswordHashing, decode_gate: DecodeGate) -> ApiPolicies:
+def api_policies(
+    settings: Settings, *, passwords: PasswordHashing, decode_gate: DecodeGate, media_store: BlobStore
+) -> ApiPolicies:
     return ApiPolicies(
         chain=chain_timing(settings),
         horizon_day=horizon_day(settings),
         accounts=account_rules(settings, passwords),
-        media=media_policy(settings, decode_gate),
+        media=media_policy(settings, decode_gate, media_store),
         webhook_tries=AttemptWindow("webhook-tries", settings.webhook_tries_per_hour, 3600),
         exports=export_rules(settings),
         integrations=integration_policy(settings),
@@ -152,9 +166,10 @@ class WorkerPolicies:
     webhook_timing: DeliveryTiming
     event_ids: EventIds  # the public event ids webhook payloads carry
     exports: ExportRules
+    media_store: BlobStore  # what exports read and account deletion removes
 
 
-def worker_policies(settings: Settings) -> WorkerPolicies:
+def worker_policies(settings: Settings, media_store: BlobStore) -> WorkerPolicies:
     return WorkerPolicies(
         chain=chain_timing(settings),
         pump=pump_settings(settings),
@@ -162,4 +177,5 @@ def worker_policies(settings: Settings) -> WorkerPolicies:
         webhook_timing=delivery_timing(settings),
         event_ids=event_ids(settings.resolved_secret_key),
         exports=export_rules(settings),
+        media_store=media_store,
     )

@@ -37,6 +37,24 @@ class Settings(BaseSettings):
             "the data dir, started and stopped by the command that needs it."
         ),
     )
+    media_store_url: str | None = Field(
+        default=None,
+        description=(
+            "Where proofs' media live. `s3://bucket/prefix?endpoint=https://host:9000&region=us-east-1`: an "
+            "S3-compatible bucket (AWS S3, MinIO, R2; `endpoint` and `region` optional), every API and "
+            "worker the same; credentials from `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY` (and "
+            "`AWS_SESSION_TOKEN`) or the host's role, never in the URL. `file:///srv/media`: files under "
+            "that directory. Unset: files under the data dir's `media/`."
+        ),
+    )
+    media_store_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "The longest one call to an S3 media store may take, retries included; past it the request "
+            "gets SERVICE_UNAVAILABLE (HTTP 503 for `/media`) and the outage is logged once."
+        ),
+    )
     secret_key: str | None = Field(
         default=None,
         description=(

@@ -8,7 +8,6 @@ from actors.worker_policies import worker_policies
 from services.exports import BUILD_ACTOR, build_export
 from services.kit import MAIL_QUEUE
 from settings import get_settings
-from storage import BlobStore
 
 # a build that fails (the database away, a full disk) is tried again: 10 s, 20 s, … capped at 10 minutes
 MAX_RETRIES = 20
@@ -24,7 +23,5 @@ MAX_BACKOFF_MS = 600_000
     max_backoff=MAX_BACKOFF_MS,
 )
 async def build(export_id: str) -> None:
-    settings = get_settings()
-    await build_export(
-        export_id, worker_policies().exports, settings.exports_dir, BlobStore(settings.media_dir)
-    )
+    policies = worker_policies()
+    await build_export(export_id, policies.exports, get_settings().exports_dir, policies.media_store)

@@ -25,10 +25,10 @@ log = logging.getLogger("proofloop.mail")
 class MailSweep(Middleware):
     """Runs on the worker's event loop, after the database is open (added after WorkerDatabase)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, media: BlobStore) -> None:
         self.interval = settings.mail_sweep_seconds
         self.exports_dir = settings.exports_dir
-        self.media = BlobStore(settings.media_dir)
+        self.media = media
         self.sweeping: concurrent.futures.Future[None] | None = None
 
     def after_worker_boot(self, broker: Any, worker: Any) -> None:

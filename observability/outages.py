@@ -1,11 +1,13 @@
-"""What a process knows about an outage of its database or Redis, and how its log tells it.
+"""What a process knows about an outage of its database, Redis or media store, and how its log tells it.
 
-Every place that catches a failure hands it to `report_failure`: an error that says the database or Redis
-did not answer counts against that dependency's `Outage`, which logs one line when the outage starts, a
-count every `REPORT_SECONDS` while it lasts and one line when it ends (when something next answers);
-anything else is logged by the caller's logger with its traceback, as a bug. The API refuses GraphQL at
-once while its database's outage is on (web/graphql_view.py, ws_protocols.py, uploads.py) and its probe
-ends it (web/health.py); a worker's watchdog pass ends it there (actors/watchdog.py).
+Every place that catches a failure hands it to `report_failure`: an error that says the database, Redis or
+the media store (an S3 bucket: storage.StoreUnavailable) did not answer counts against that dependency's
+`Outage`, which logs one line when the outage starts, a count every `REPORT_SECONDS` while it lasts and one
+line when it ends (when something next answers); anything else is logged by the caller's logger with its
+traceback, as a bug. The API refuses GraphQL at once while its database's outage is on
+(web/graphql_view.py, ws_protocols.py, uploads.py) and its probe ends it (web/health.py); a worker's
+watchdog pass ends it there (actors/watchdog.py). The media store's ends with its next answer
+(policies.blob_store): nothing is refused while it lasts, and each call is bounded.
 
 Process-wide like a logger: the catch sites live in services, realtime and actors, none of which holds
 the process's resources.
@@ -27,10 +29,12 @@ import redis
 from dramatiq.errors import BrokerConnectionError
 from tortoise.exceptions import DBConnectionError
 
+from storage import StoreUnavailable
+
 log = logging.getLogger("proofloop.outage")
 
-Dependency = Literal["database", "redis"]
-DEPENDENCIES: tuple[Dependency, ...] = ("database", "redis")
+Dependency = Literal["database", "redis", "media store"]
+DEPENDENCIES: tuple[Dependency, ...] = ("database", "redis", "media store")
 REPORT_SECONDS = 10.0
 # clients whose code raises bare timeouts and socket errors (redis-py and Dramatiq raise their own types)
 _DATABASE_CLIENTS = frozenset({"asyncpg", "tortoise"})
@@ -69,6 +73,8 @@ def _one_unreachable(error: BaseException) -> Dependency | None:
         return "database"
     if isinstance(error, redis.ConnectionError | redis.TimeoutError | BrokerConnectionError):
         return "redis"
+    if isinstance(error, StoreUnavailable):  # the S3 backend's bound passed, or its connection failed
+        return "media store"
     if isinstance(error, OSError):  # TimeoutError and ConnectionError among them
         # a client-side bound (asyncpg's command_timeout, a pool's connect) or a refused socket
         return "database" if _raised_in_database_client(error) else None

@@ -14,6 +14,7 @@ import pytest
 import redis
 
 from harness.mailbox import Mailbox
+from harness.object_store import MotoServer
 from harness.proofloop import (
     TEST_SECRET_KEY,
     ApiClient,
@@ -91,6 +92,13 @@ def service_env(database_url: str, redis_url: str, data_dir: Path, mailbox: Mail
         "PROOFLOOP_MAIL_REQUESTS_PER_HOUR": "1000",
         "PROOFLOOP_MAIL_SWEEP_SECONDS": "1",
     }
+
+
+@pytest.fixture(scope="session")
+def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    """A real S3-protocol server (moto's), started once per test process, on first use; buckets per test."""
+    with MotoServer(tmp_path_factory.mktemp("moto")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

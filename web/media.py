@@ -4,6 +4,9 @@ Access is decided at request time from a signed link (`viewer`, `session`, `exp`
 issued to must still be live) or a bearer header: the viewer must still be the owner, or an ACTIVE
 partner that services/partners/access.py lets see the proof. Everyone else, and every bad or expired
 signature, gets the same 404, so a link never tells whether the proof exists.
+
+The bytes come through this endpoint whatever the store (a file here, an S3 object streamed through):
+never a presigned bucket URL, which would outlive the session it was issued to and skip this check.
 """
 
 from __future__ import annotations
@@ -11,15 +14,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import FileResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
 
 from models import Verification
+from schema.errors import unavailable_after
 from services.accounts import authenticate, bearer_token, token_is_live
 from services.kit import Unauthenticated, decode_id, is_uuid
 from services.partners import access_for
 from services.proofs import MEDIA_EXTENSIONS, link_is_valid
 from settings import Settings
-from storage.blobs import BlobStore
+from storage import StoreUnavailable
+from web.state import resources_of
 
 KINDS = ("media", "thumbnail")
 THUMBNAIL_MIME = "image/jpeg"  # rules.media.thumbnail_jpeg
@@ -65,9 +70,14 @@ async def _viewer_id(request: Request, settings: Settings, verification_id: str,
     return viewer if await token_is_live(token_id) else None
 
 
-def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response]]:
-    store = BlobStore(settings.media_dir)
+def _unavailable(error: StoreUnavailable) -> Response:
+    refused = unavailable_after(error, "media read")  # counted by the media store's outage
+    retry = str(refused.retry_after_seconds if refused is not None else 1)
+    headers = {**_SAFETY_HEADERS, "Retry-After": retry}
+    return PlainTextResponse("Service Unavailable", status_code=503, headers=headers)
 
+
+def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response]]:
     async def serve_media(request: Request) -> Response:
         # the API's id of the proof, or its bare key (what signed links carry)
         verification_id = decode_id(request.path_params["verification_id"], "Verification")
@@ -89,10 +99,19 @@ def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response
         digest, mime = (
             (row.media_digest, row.media_mime) if kind == "media" else (row.thumbnail_digest, THUMBNAIL_MIME)
         )
-        if digest is None or mime is None or not store.exists(digest):
+        if digest is None or mime is None:
+            return _not_found()
+        try:
+            body = await resources_of(request).media_store.open(digest)
+        except StoreUnavailable as exc:
+            return _unavailable(exc)
+        if body is None:
             return _not_found()
         disposition = content_disposition(verification_id, kind, mime)  # an id checked as a UUID
         headers = {**_SAFETY_HEADERS, "Content-Disposition": disposition}
-        return FileResponse(store.path(digest), media_type=mime, headers=headers)
+        if body.path is not None:
+            return FileResponse(body.path, media_type=mime, headers=headers)
+        headers["Content-Length"] = str(body.size)
+        return StreamingResponse(body.chunks, media_type=mime, headers=headers)
 
     return serve_media

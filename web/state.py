@@ -21,6 +21,7 @@ from services.feed import Announcer
 from services.kit import NameLookups
 from services.proofs import DecodeGate
 from settings import Settings
+from storage import BlobStore
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class ApiResources:
     decode_gate: DecodeGate  # the bound on concurrent media decodes
     documents: ValidDocuments  # parsed documents that passed validation, within a budget of bytes
     name_lookups: NameLookups  # webhook hosts resolved at registration, on threads of their own
+    media_store: BlobStore  # proofs' media: files under the data dir, or an S3 bucket
     policies: ApiPolicies  # the settings turned into what the services take (policies.py)
 
 

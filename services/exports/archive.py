@@ -6,6 +6,7 @@ what must never leave is named in `_SECRET` (hashes, digests, webhook secrets) a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
@@ -122,20 +123,45 @@ async def gather(user: User) -> Contents:
     return contents
 
 
-def write_archive(contents: Contents, store: BlobStore, target: Path) -> int:
-    """The zip at `target`, written beside it and renamed (a reader never sees half of one); its size."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+async def write_archive(contents: Contents, store: BlobStore, target: Path) -> int:
+    """The zip at `target`, written beside it and renamed (a reader never sees half of one); its size. The
+    zip is written in threads, one blob read from the store (a file or an S3 object) at a time."""
+    text = json.dumps(contents.document, indent=2, ensure_ascii=False)
+    partial = await asyncio.to_thread(_PartialZip, target)
     try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as archive:
-            text = json.dumps(contents.document, indent=2, ensure_ascii=False)
-            archive.writestr(ARCHIVE_NAME, text, compress_type=zipfile.ZIP_DEFLATED)
-            for name, digest in contents.media:
-                blob = store.path(digest)
-                if blob.is_file():  # media already swept (its proof rolled back) has nothing to give
-                    archive.write(blob, name, compress_type=zipfile.ZIP_STORED)
-        os.replace(temp_name, target)
+        await asyncio.to_thread(partial.add, ARCHIVE_NAME, text.encode(), zipfile.ZIP_DEFLATED)
+        for name, digest in contents.media:
+            try:
+                blob = await store.read(digest)
+            except FileNotFoundError:  # media already swept (its proof rolled back) has nothing to give
+                continue
+            await asyncio.to_thread(partial.add, name, blob, zipfile.ZIP_STORED)
+        return await asyncio.to_thread(partial.finish)
     except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
+        await asyncio.to_thread(partial.abandon)
         raise
-    return target.stat().st_size
+
+
+class _PartialZip:
+    """A zip written to a temp file beside its target, renamed onto it only once whole."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, self.temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        self.raw = os.fdopen(fd, "wb")
+        self.zip = zipfile.ZipFile(self.raw, "w")
+
+    def add(self, name: str, data: bytes, compression: int) -> None:
+        self.zip.writestr(name, data, compress_type=compression)
+
+    def finish(self) -> int:
+        self.zip.close()
+        self.raw.close()
+        os.replace(self.temp_name, self.target)
+        return self.target.stat().st_size
+
+    def abandon(self) -> None:
+        self.zip.close()
+        self.raw.close()
+        Path(self.temp_name).unlink(missing_ok=True)

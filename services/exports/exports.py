@@ -10,7 +10,6 @@ removed by it. Downloads (web/exports.py) check the token against the digest in 
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import secrets
 from dataclasses import dataclass
@@ -91,7 +90,7 @@ async def build_export(export_id: str, rules: ExportRules, exports_dir: Path, st
     if row is None:
         return False
     contents = await gather(row.user)
-    size = await asyncio.to_thread(write_archive, contents, store, archive_path(exports_dir, row.id))
+    size = await write_archive(contents, store, archive_path(exports_dir, row.id))
     token = secrets.token_urlsafe(32)
     async with write_transaction():
         now = await db_now()

@@ -17,7 +17,6 @@ import ctypes
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TypeVar
 
 from models import CaptureTimeSource, RejectionReason, User, Verification, VerificationMethod
@@ -29,6 +28,7 @@ from services.kit import BadInput
 from services.proofs.decode_gate import DecodeGate
 from services.proofs.media_storage import MediaCopy, MediaStorage
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
+from storage import BlobStore
 
 # Enough history to catch a recycled picture without reading a heavy user's whole past.
 REUSE_LOOKBACK = 2000
@@ -39,7 +39,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class MediaPolicy:
-    media_dir: Path
+    store: BlobStore
     gate: DecodeGate
     max_image_pixels: int
     max_decode_bytes: int
@@ -49,7 +49,7 @@ class MediaPolicy:
 
     @property
     def storage(self) -> MediaStorage:
-        return MediaStorage(self.media_dir, self.quota_bytes)
+        return MediaStorage(self.store, self.quota_bytes)
 
 
 @dataclass(frozen=True)

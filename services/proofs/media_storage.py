@@ -3,7 +3,8 @@
 Blobs are content-addressed, so a digest may already belong to another row: a failed or refused proof
 removes only the files it created itself, and only while no row refers to them. A proof that commits
 then makes sure its files are there (a concurrent failure may have removed a shared one meanwhile).
-What a crash leaves between writing and committing, the API's periodic sweep removes.
+What a crash leaves between writing and committing, the API's periodic sweep removes; so does it what a
+removal could not reach while the store was away (then only reported: the proof's outcome stands).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tortoise.expressions import Q
 from tortoise.functions import Sum
@@ -21,7 +21,7 @@ from tortoise.functions import Sum
 from models import Verification
 from observability.outages import report_failure
 from services.kit import RateLimited
-from storage.blobs import BlobStore
+from storage import BlobStore, Leftover, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 class MediaStorage:
     """Where proofs' media go, and how many bytes each user may keep there."""
 
-    media_dir: Path
+    store: BlobStore
     quota_bytes: int
 
 
@@ -76,28 +76,33 @@ async def remove_unreferenced(store: BlobStore, digests: list[str]) -> int:
     """Remove the blobs among `digests` that no proof refers to any more (a deleted account's); how many."""
     keep = await _referenced(digests)
     removed = 0
-    for digest in set(digests) - keep:
-        path = store.path(digest)
-        if path.is_file():
-            await asyncio.to_thread(path.unlink, missing_ok=True)
+    for digest in sorted(set(digests) - keep):
+        if await store.exists(digest):
+            await store.remove(digest)
             removed += 1
     return removed
 
 
 async def sweep_orphans(store: BlobStore, older_than_seconds: float, batch: int = 500) -> int:
-    """Remove files no row refers to, last written over `older_than_seconds` ago: what a crash between
+    """Remove blobs no row refers to, last written over `older_than_seconds` ago: what a crash between
     writing a proof's blobs and committing its row (or mid-write) left behind. Returns how many."""
     cutoff = time.time() - older_than_seconds
-    found = await asyncio.to_thread(lambda: list(store.files_older_than(cutoff)))
     removed = 0
-    for start in range(0, len(found), batch):
-        chunk = found[start : start + batch]
-        keep = await _referenced([digest for _, digest in chunk if digest is not None])
-        for path, digest in chunk:
-            if digest not in keep:
-                await asyncio.to_thread(path.unlink, missing_ok=True)
-                removed += 1
-    return removed
+    chunk: list[Leftover] = []
+    async for leftover in store.older_than(cutoff):
+        chunk.append(leftover)
+        if len(chunk) >= batch:
+            removed += await _remove_orphans(store, chunk)
+            chunk = []
+    return removed + await _remove_orphans(store, chunk)
+
+
+async def _remove_orphans(store: BlobStore, found: list[Leftover]) -> int:
+    keep = await _referenced([leftover.digest for leftover in found if leftover.digest is not None])
+    orphans = [leftover for leftover in found if leftover.digest not in keep]
+    for leftover in orphans:
+        await store.remove_leftover(leftover.name)
+    return len(orphans)
 
 
 async def sweep_orphans_forever(store: BlobStore, every_seconds: float, older_than_seconds: float) -> None:
@@ -126,7 +131,7 @@ class StagedBlobs:
         """Write every blob; if one fails, the ones already written by this call are removed again."""
         try:
             for data in self.contents:
-                digest, new = await asyncio.to_thread(self.store.put_new, data)
+                digest, new = await self.store.put(data)
                 self.digests.append(digest)
                 if new:
                     self.created.append(digest)
@@ -135,16 +140,24 @@ class StagedBlobs:
             raise
 
     async def discard(self) -> None:
-        """Remove the blobs this staging created, unless a committed row refers to them."""
+        """Remove the blobs this staging created, unless a committed row refers to them; a store that does
+        not answer leaves them to the sweep."""
         if not self.created:
             return
         keep = await _referenced(self.created)
-        for digest in self.created:
-            if digest not in keep:
-                await asyncio.to_thread(self.store.remove, digest)
+        try:
+            for digest in self.created:
+                if digest not in keep:
+                    await self.store.remove(digest)
+        except StoreUnavailable as exc:
+            report_failure(log, "media removal", exc, "removing a refused proof's media failed")
         self.created = []
 
     async def confirm(self) -> None:
         """After commit: rewrite any blob that a concurrent discard removed before our row was visible."""
-        for data in self.contents:
-            await asyncio.to_thread(self.store.put, data)
+        try:
+            for digest, data in zip(self.digests, self.contents, strict=True):
+                if not await self.store.exists(digest):  # a HEAD, not a second upload of the bytes
+                    await self.store.put(data)
+        except StoreUnavailable as exc:  # the row has committed: its outcome stands
+            report_failure(log, "media confirm", exc, "rewriting a proof's media failed")

@@ -35,7 +35,6 @@ from services.partners import is_active_partner
 from services.proofs.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
 from services.tasks import apply_due_change_before_proof, lock_with_due_change
-from storage.blobs import BlobStore
 
 INSTANCE_FIELD = "instanceId"
 # A proof that arrived in time beats the deadline: near closesAt the chain's timer waits this long for it.
@@ -262,7 +261,7 @@ async def _record_keeping_media(
 ) -> Verification:
     """Record an accepted proof with its media: blobs written first, removed again unless its row commits."""
     await check_quota(str(target.task.owner_id), media.stored_bytes, storage.quota_bytes)
-    staged = StagedBlobs(BlobStore(storage.media_dir), (media.clean, media.thumbnail))
+    staged = StagedBlobs(storage.store, (media.clean, media.thumbnail))
     await staged.write()
     draft.media_digest, draft.thumbnail_digest = staged.digests
     draft.media_mime, draft.media_bytes = media.mime, media.stored_bytes

@@ -33,7 +33,7 @@ from harness.proofloop import (
     upload,
 )
 from rules.photo import inspect_photo
-from storage.blobs import BlobStore
+from storage import FileBlobStore
 from tests.api.test_proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
 from tests.api.test_reviews import request_review
 
@@ -470,15 +470,15 @@ async def test_files_a_crash_left_without_a_row_are_swept(
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     assert (await submit_photo(api, token, instance_id, media_factory.photo(170)))["status"] == "ACCEPTED"
-    store = BlobStore(data_dir / "media")
+    store = FileBlobStore(data_dir / "media")
     referenced = media_files(data_dir)
-    orphan = store.path(store.put(b"a clean copy whose row never committed"))
+    orphan = store.path((await store.put(b"a clean copy whose row never committed")).digest)
     half_written = orphan.parent / ".tmp-crashed"
     half_written.write_bytes(b"half")
     hour_ago = datetime.now(UTC).timestamp() - 3600
     for path in (*referenced, orphan, half_written):
         os.utime(path, (hour_ago, hour_ago))
-    in_flight = store.path(store.put(b"a proof being recorded right now"))  # young: left alone
+    in_flight = store.path((await store.put(b"a proof being recorded right now")).digest)  # young: kept
 
     for _ in range(300):
         if not orphan.exists() and not half_written.exists():

@@ -12,6 +12,7 @@ import yaml
 
 import cli
 from settings import Settings
+from storage import open_blob_store
 from web.graphiql import ASSETS_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,9 +69,29 @@ def test_api_scales_with_no_fixed_name_or_host_port() -> None:
     for mapping in api.get("ports", []):
         host = str(mapping).rsplit(":", 1)[0] if ":" in str(mapping) else ""
         assert host == "" or "-" in host, f"fixed host port {mapping}: a second replica could not bind it"
-    assert "media:/data" in api["volumes"]
+    assert "volumes" not in api, "replicas share no disk: media live in the bucket"
     assert api["environment"]["PROOFLOOP_DATA_DIR"] == "/data"
-    assert {"pgdata", "media"} <= set(COMPOSE["volumes"])
+    assert {"pgdata", "miniodata"} <= set(COMPOSE["volumes"])
+
+
+def test_api_and_worker_keep_media_in_the_minio_bucket() -> None:
+    minio, init = SERVICES["minio"], SERVICES["minio-init"]
+    assert minio["image"].startswith("minio/minio:RELEASE.")
+    assert "miniodata:/data" in minio["volumes"]
+    assert init["depends_on"]["minio"]["condition"] == "service_healthy"
+    assert "mc mb --ignore-existing media/proofloop" in " ".join(init["command"])
+    user, password = minio["environment"]["MINIO_ROOT_USER"], minio["environment"]["MINIO_ROOT_PASSWORD"]
+    assert init["environment"] == minio["environment"]
+    for name in ("api", "worker"):
+        service = SERVICES[name]
+        env = service["environment"]
+        store_url = env["PROOFLOOP_MEDIA_STORE_URL"].removeprefix("${PROOFLOOP_MEDIA_STORE_URL:-").rstrip("}")
+        assert store_url == "s3://proofloop/media?endpoint=http://minio:9000&region=us-east-1"
+        open_blob_store(store_url, Path("/data/media"), timeout=1)  # a URL the app accepts
+        # MinIO's own account unless AWS_* are given: the same values the server was started with
+        assert env["AWS_ACCESS_KEY_ID"].endswith(user + "}")
+        assert env["AWS_SECRET_ACCESS_KEY"].endswith(password + "}")
+        assert service["depends_on"]["minio-init"]["condition"] == "service_completed_successfully"
 
 
 @pytest.mark.parametrize("name", ["api", "worker"])

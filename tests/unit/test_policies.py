@@ -8,7 +8,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from policies import api_policies, chain_timing, pump_settings, worker_policies
+from policies import api_policies, blob_store, chain_timing, pump_settings, worker_policies
 from services.accounts import PasswordHashing
 from services.proofs import DecodeGate
 from settings import Settings
@@ -66,9 +66,14 @@ def test_each_process_builds_its_policies_from_its_settings() -> None:
         webhook_concurrency=3,
         webhook_timeout_seconds=2.5,
     )
-    api = api_policies(settings, passwords=PasswordHashing(1, 1), decode_gate=DecodeGate(1, 1))
+    store = blob_store(settings)
+    api = api_policies(
+        settings, passwords=PasswordHashing(1, 1), decode_gate=DecodeGate(1, 1), media_store=store
+    )
     assert (api.chain, api.horizon_day) == (chain_timing(settings), timedelta(seconds=60))
     assert (api.accounts.min_password_length, api.media.max_image_pixels) == (17, 1234)
-    worker = worker_policies(settings)
+    assert api.media.store is store
+    worker = worker_policies(settings, store)
+    assert worker.media_store is store
     assert (worker.chain, worker.pump) == (chain_timing(settings), pump_settings(settings))
     assert (worker.webhook_limits.per_process, worker.webhook_timing.attempt_seconds) == (3, 2.5)
