@@ -2,14 +2,15 @@
 
 Against a running API (`make run`, then `make demo` in another terminal): registers Alice and Bob, makes
 Bob Alice's accountability partner (Bob confirms his address with the link `make run` wrote under
-var/mail/), creates a GPS, a PHOTO, a VIDEO, a PARTNER and an INTEGRATION task due every minute, each
-with reminders ("at open" and "10 s before due": DUE_SOON events in Alice's own feed), and a one-off walk
-due in a few seconds that is MISSED, appealed by Alice and upheld by Bob; prints both tokens and what to
-paste into GraphiQL, then keeps proving (check-ins inside and outside the geofence, fresh photos,
-partner reviews, runs that Alice's watch reports as signed integration events) and lets some instances
-be MISSED, until Ctrl-C or --duration. Bob's phone is a webhook receiver on this machine: each
-notification it gets while "the app is closed" (a review asked of him, an appeal, Alice's misses and
-verifications) is printed as it arrives, signature checked.
+var/mail/), creates a GPS, a PHOTO, a VIDEO, a PARTNER, an INTEGRATION and an avoid-a-place task due
+every minute, each with reminders ("at open" and "10 s before due": DUE_SOON events in Alice's own
+feed), plans a week's break of the video task a week ahead, and a one-off walk due in a few seconds that
+is MISSED, appealed by Alice and upheld by Bob; prints both tokens and what to paste into GraphiQL, then
+keeps proving (check-ins inside and outside the geofence, fresh photos with their capture time, partner
+reviews, runs that Alice's watch reports as signed integration events, location samples near the casino
+she avoids) and lets some instances be MISSED, until Ctrl-C or --duration. Bob's phone is a webhook
+receiver on this machine: each notification it gets while "the app is closed" (a review asked of him, an
+appeal, Alice's misses and verifications) is printed as it arrives, signature checked.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ REMINDERS = [{"before": "OPENS", "offsetSeconds": 0}, {"before": "DUE", "offsetS
 APPEALED_WALK = "Evening walk"
 REGISTER_WEBHOOK = """mutation($url: String!, $secret: String!, $types: [EventType!]) {
   registerWebhook(input: {url: $url, secret: $secret, eventTypes: $types}) { webhook { id } } }"""
+EXIF_IFD, DATETIME_ORIGINAL, OFFSET_ORIGINAL = 0x8769, 0x9003, 0x9011
+CASINO = {"latitude": 52.5300, "longitude": 13.4200}
+REPORT = """mutation($i: ID!, $s: [LocationSampleInput!]!) {
+  reportLocations(instanceId: $i, samples: $s) { accepted } }"""
+BREAK = """mutation($in: ScheduleBreakInput!) { scheduleBreak(input: $in) { startsOn endsOn } }"""
 CONNECT = "mutation($id: ID!) { connectIntegration(taskId: $id) { endpointUrl secret } }"
 RUN = {"activityTypes": ["run"], "minDurationSeconds": 600}
 # what a partner's phone is told while the app is closed
@@ -235,6 +241,11 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
             "partnerReview": {"reviewWindowSeconds": 30, "onTimeout": "REJECT"},
         },
         {"title": "Morning run", "method": "INTEGRATION", "integration": RUN},
+        {
+            "title": "No casino",
+            "method": "GPS",
+            "gps": {"center": CASINO, "radiusMeters": 200, "avoid": True, "maxSampleGapSeconds": 60},
+        },
     ]
     tasks = []
     for task_input in inputs:
@@ -245,6 +256,15 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
             connection = api.run(CONNECT, {"id": task.id}, owner.token)["connectIntegration"]
             task.integration = (connection["endpointUrl"], connection["secret"])
         tasks.append(task)
+    # a week off the stretching, starting in a week: it shows on the task, its days are not due
+    stretching = next(t for t in tasks if t.method == "VIDEO")
+    week = (datetime.now(UTC) + timedelta(days=7)).date()
+    off = {
+        "taskId": stretching.id,
+        "startsOn": week.isoformat(),
+        "endsOn": (week + timedelta(days=6)).isoformat(),
+    }
+    api.run(BREAK, {"in": off}, owner.token)
     return tasks
 
 
@@ -305,8 +325,14 @@ def fresh_photo(rng: random.Random) -> bytes:
         box = (x, y, x + rng.randrange(40, 240), y + rng.randrange(40, 180))
         colour = tuple(rng.randrange(256) for _ in range(3))
         (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=colour)
+    exif = Image.Exif()
+    taken = datetime.now(UTC)
+    # a phone camera's tags: the capture time and its offset (the proof shows capturedAt from them)
+    exif.get_ifd(EXIF_IFD).update(
+        {DATETIME_ORIGINAL: taken.strftime("%Y:%m:%d %H:%M:%S"), OFFSET_ORIGINAL: "+00:00"}
+    )
     out = io.BytesIO()
-    image.save(out, format="JPEG", quality=85)
+    image.save(out, format="JPEG", quality=85, exif=exif)
     return out.getvalue()
 
 
@@ -317,6 +343,11 @@ def prove(
     turn = len(task.handled) % 3
     if task.method == "VIDEO" or turn == 2:
         return "left alone: the chain will settle it MISSED"
+    if task.title == "No casino":
+        where = DOWN_THE_ROAD if turn == 0 else CASINO  # her phone's location, sent in the background
+        fix = {**where, "accuracyMeters": 15, "recordedAt": datetime.now(UTC).isoformat()}
+        api.run(REPORT, {"i": instance_id, "s": [fix]}, alice.token)
+        return f"location sample {'away from' if turn == 0 else 'inside'} the casino: judged at the due time"
     if task.method == "GPS":
         where = GYM if turn == 0 else DOWN_THE_ROAD
         result = api.run(CHECK_IN, {"i": instance_id, "at": where}, alice.token)["checkIn"]

@@ -4,7 +4,7 @@ samples. Pure: services/chain/avoidance.py applies it at the deadline.
 A sample counts as inside only when its whole accuracy circle is (distance + accuracy <= radius): a vague
 fix near the edge never convicts anyone. Staying out is proved by coverage: from the window's opening to
 its close, no stretch longer than the rule's maximum gap without an accepted sample (the opening to the
-first sample and the last sample to the close included).
+first sample and the last sample to the close included), and at least one sample.
 """
 
 from __future__ import annotations
@@ -41,6 +41,6 @@ def judge_avoidance(
     longest = max((later - earlier).total_seconds() for earlier, later in pairwise(marks))
     if entered is not None:
         return AvoidVerdict("ENTERED_AVOIDED_PLACE", entered, longest)
-    if longest > max_gap_seconds:
+    if not ordered or longest > max_gap_seconds:  # no sample at all proves nothing, however short the window
         return AvoidVerdict("NOT_ENOUGH_SAMPLES", None, longest)
     return AvoidVerdict(None, None, longest)

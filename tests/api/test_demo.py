@@ -90,6 +90,7 @@ def test_demo_produces_events_the_partner_sees(
     assert ("REVIEW_REQUESTED", "Read 20 pages") in kinds
     assert ("VERIFIED", "Morning run") in kinds  # an automatic proof: the watch's signed event
     assert "Alice's watch reports a 30-minute run: ACCEPTED" in out
+    assert "location sample away from the casino" in out  # an avoid-a-place task, judged at its due time
     assert CERTAIN_REMINDER in kinds
     assert {("APPEAL_REQUESTED", "Evening walk"), ("APPEAL_DECIDED", "Evening walk")} <= kinds
     assert "Evening walk" in out and "upholds: ACCEPTED" in out
