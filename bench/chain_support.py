@@ -420,8 +420,10 @@ async def bench_user(db: asyncpg.Connection) -> str:
 _BULK_SQL = """
 WITH t AS (
     INSERT INTO tasks (id, owner_id, title, method, starts_at, rrule, timezone, window_seconds,
-                       grace_seconds, state, chain_version, last_seq, created_at, updated_at)
-    SELECT gen_random_uuid(), $1, $2 || '-' || g, 'PHOTO', $3, NULL, 'UTC', 60, 0, 'ACTIVE', 1, 1, now(), now()
+                       grace_seconds, state, chain_version, last_seq, created_at, updated_at,
+                       require_capture_time, gps_avoid)
+    SELECT gen_random_uuid(), $1, $2 || '-' || g, 'PHOTO', $3, NULL, 'UTC', 60, 0, 'ACTIVE', 1, 1, now(), now(),
+           false, false
     FROM generate_series(1, $4) AS g
     RETURNING id, chain_version
 )
