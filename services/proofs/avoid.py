@@ -17,9 +17,9 @@ from models import InstanceStatus, LocationSample, TaskInstance, User, Verificat
 from rules.avoid import certainly_inside
 from rules.gps import haversine_meters
 from services.chain import lock_task
-from services.kit import BadInput, Conflict, Forbidden, NotFound, parse_id, write_transaction
-from services.partners import is_active_partner
+from services.kit import BadInput, Conflict, write_transaction
 from services.proofs.gps import RECORDED_AT_SLACK, CheckIn, check_check_in
+from services.proofs.pipeline import owned_instance
 
 MAX_SAMPLES_PER_REQUEST = 500
 MAX_SAMPLES_PER_INSTANCE = 5000  # a sample every 10 s for nearly 14 hours
@@ -45,14 +45,8 @@ async def report_locations(
         except BadInput as exc:
             field = exc.field.removeprefix("location.")
             raise BadInput(f"samples.{n}.{field}", exc.message.split(": ", 1)[-1]) from None
-    instance = await TaskInstance.filter(id=parse_id(instance_id, "instance")).select_related("task").first()
-    if instance is None or instance.task.deleted_at is not None:
-        raise NotFound("no such instance")
+    instance = await owned_instance(viewer, instance_id)
     task = instance.task
-    if str(task.owner_id) != str(viewer.id):
-        if await is_active_partner(str(viewer.id), str(task.owner_id)):
-            raise Forbidden("only the task's owner reports its locations")
-        raise NotFound("no such instance")
     if task.method is not VerificationMethod.GPS or not task.gps_avoid:
         raise BadInput("instanceId", "this task is not an avoid-a-place task (gps.avoid): use checkIn")
     if arrival > instance.closes_at:

@@ -136,14 +136,8 @@ async def proof_target(
 
     Also the per-instance attempts quota: checked here, before any proof is read or decoded.
     """
-    instance = await TaskInstance.filter(id=parse_id(instance_id, "instance")).select_related("task").first()
-    if instance is None or instance.task.deleted_at is not None:
-        raise NotFound("no such instance")
+    instance = await owned_instance(viewer, instance_id)
     task = instance.task
-    if str(task.owner_id) != str(viewer.id):
-        if await is_active_partner(str(viewer.id), str(task.owner_id)):
-            raise Forbidden("only the task's owner may submit proof for it")
-        raise NotFound("no such instance")
     if task.method is not method:
         raise BadInput(INSTANCE_FIELD, f"this task is proved by {task.method.value}, not {method.value}")
     if instance.status is not InstanceStatus.PENDING:
@@ -151,6 +145,20 @@ async def proof_target(
     if await Verification.filter(instance_id=instance.id).count() >= max_attempts:
         raise Conflict(f"this instance has had {max_attempts} proof attempts, the most allowed")
     return ProofTarget(instance=instance, task=task)
+
+
+async def owned_instance(viewer: User, instance_id: str) -> TaskInstance:
+    """The viewer's own instance (its task loaded): FORBIDDEN for a partner who may see it, NOT_FOUND for
+    everyone else, as for one that does not exist."""
+    instance = await TaskInstance.filter(id=parse_id(instance_id, "instance")).select_related("task").first()
+    if instance is None or instance.task.deleted_at is not None:
+        raise NotFound("no such instance")
+    owner_id = str(instance.task.owner_id)
+    if owner_id != str(viewer.id):
+        if await is_active_partner(str(viewer.id), owner_id):
+            raise Forbidden("only the task's owner may prove it")
+        raise NotFound("no such instance")
+    return instance
 
 
 @asynccontextmanager
