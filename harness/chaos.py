@@ -12,9 +12,10 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import asyncpg
 from gql import Client, GraphQLRequest
@@ -22,13 +23,30 @@ from gql.transport.websockets import WebsocketsTransport
 
 from harness.chain_support import short_schedule
 from harness.private_services import PrivatePostgres, PrivateRedis, free_port
-from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, run_cli
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, run_cli
 from services.kit.ids import event_ids
 
 FAULTS = ("none", "redis_restart", "redis_flushall", "pg_restart", "pg_pause", "worker_kill", "api_kill")
 SUBSCRIBE = "subscription($after: ID) { verificationEvents(after: $after) { id } }"
 CREATE = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"
 SETTLING = ("MISSED", "VERIFIED", "REJECTED")
+
+
+T = TypeVar("T")
+
+
+async def _retrying_unavailable(call: Callable[[], Awaitable[T]], attempts: int = 20) -> T:
+    """As a client does: a request refused with SERVICE_UNAVAILABLE (the API has not yet seen the last
+    fault's dependency come back) is sent again after the retryAfterSeconds it names."""
+    for _ in range(attempts - 1):
+        try:
+            return await call()
+        except GraphQLFailure as refused:
+            if refused.code != "SERVICE_UNAVAILABLE":
+                raise
+            retry = refused.errors[0].get("extensions", {}).get("retryAfterSeconds", 1)
+            await asyncio.sleep(float(retry))
+    return await call()
 
 
 @dataclass(frozen=True)
@@ -163,16 +181,13 @@ class ChaosRun:
         subscriber following them; returns the first due instant."""
         schedule = short_schedule(start_in=self.shape.start_in, every=self.shape.every)
         async with ApiClient(self.api_url) as api:
-            token, _ = await api.register()
+            token, _ = await _retrying_unavailable(api.register)
             gate = asyncio.Semaphore(8)
 
             async def create(n: int) -> None:
+                task = {"input": {"title": f"chaos-{n}", "method": "PHOTO", "schedule": schedule}}
                 async with gate:
-                    await api.execute(
-                        CREATE,
-                        {"input": {"title": f"chaos-{n}", "method": "PHOTO", "schedule": schedule}},
-                        token=token,
-                    )
+                    await _retrying_unavailable(lambda: api.execute(CREATE, task, token=token))
 
             await asyncio.gather(*(create(n) for n in range(self.shape.tasks)))
         self.feed = ResumingFeed(self.api_url, token)
