@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from tortoise.expressions import Q
 
 from models import Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance
-from services.kit import NotFound, parse_id
+from services.kit import Forbidden, NotFound, parse_id
 
 # the history start of a user the viewer does not partner for: nothing of it is theirs
 NEVER = datetime.max.replace(tzinfo=UTC)
@@ -187,6 +187,18 @@ async def is_active_partner(partner_id: str, user_id: str) -> bool:
     return await Partnership.filter(
         watching(datetime.now(UTC)), user_id=user_id, partner_id=partner_id
     ).exists()
+
+
+async def require_own_task(
+    viewer_id: str, task: Task | None, forbidden: str, missing: str = "no such task"
+) -> Task:
+    """`task` when it is the viewer's own; FORBIDDEN (`forbidden` says why) for an active partner of its
+    owner, who may see it but not act on it; NOT_FOUND for everyone else, as for no task at all."""
+    if task is None or str(task.owner_id) != viewer_id:
+        if task is not None and await is_active_partner(viewer_id, str(task.owner_id)):
+            raise Forbidden(forbidden)
+        raise NotFound(missing)
+    return task
 
 
 async def require_visible_task(access: Access, task_id: str) -> Task:

@@ -41,14 +41,12 @@ from services.kit import (
     AttemptWindow,
     BadInput,
     Conflict,
-    Forbidden,
-    NotFound,
     RateLimited,
     Unauthenticated,
     parse_id,
     signature_matches,
 )
-from services.partners import is_active_partner
+from services.partners import require_own_task
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
 from services.tasks import activity_rule_of
 
@@ -134,11 +132,8 @@ def endpoint_path(key: str) -> str:
 async def connect_integration(owner: User, task_id: str) -> tuple[Task, str]:
     """A new endpoint key and secret for the owner's INTEGRATION task (the old pair stops working at
     once); the caller shows the secret once."""
-    task = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
-    if task is None or str(task.owner_id) != str(owner.id):
-        if task is not None and await is_active_partner(str(owner.id), str(task.owner_id)):
-            raise Forbidden("only the task's owner may connect an integration")
-        raise NotFound("no such task")
+    found = await Task.get_or_none(id=parse_id(task_id, "task"), deleted_at=None)
+    task = await require_own_task(str(owner.id), found, "only the task's owner may connect an integration")
     if task.method is not VerificationMethod.INTEGRATION:
         raise BadInput("taskId", f"this task is proved by {task.method.value}, not INTEGRATION")
     task.integration_key, task.integration_secret = secrets.token_urlsafe(24), secrets.token_urlsafe(32)

@@ -30,8 +30,8 @@ from models import (
 from rules.window import in_window
 from services.chain import ChainTiming, move_fire_at, plan_after_pending, settle_instance
 from services.feed import record_event
-from services.kit import BadInput, Conflict, Forbidden, NotFound, parse_id, write_transaction
-from services.partners import is_active_partner
+from services.kit import BadInput, Conflict, NotFound, parse_id, write_transaction
+from services.partners import require_own_task
 from services.proofs.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
 from services.tasks import apply_due_change_before_proof, lock_with_due_change
@@ -153,11 +153,9 @@ async def owned_instance(viewer: User, instance_id: str) -> TaskInstance:
     instance = await TaskInstance.filter(id=parse_id(instance_id, "instance")).select_related("task").first()
     if instance is None or instance.task.deleted_at is not None:
         raise NotFound("no such instance")
-    owner_id = str(instance.task.owner_id)
-    if owner_id != str(viewer.id):
-        if await is_active_partner(str(viewer.id), owner_id):
-            raise Forbidden("only the task's owner may prove it")
-        raise NotFound("no such instance")
+    await require_own_task(
+        str(viewer.id), instance.task, "only the task's owner may prove it", "no such instance"
+    )
     return instance
 
 

@@ -25,8 +25,8 @@ from services.chain import (
     has_breaks_ahead,
     plan_next_instances,
 )
-from services.kit import BadInput, Conflict, Forbidden, NotFound, db_now, parse_id, write_transaction
-from services.partners import is_active_partner
+from services.kit import BadInput, Conflict, NotFound, db_now, parse_id, write_transaction
+from services.partners import require_own_task
 from services.schedules import due_times_after, next_due_after, schedule_of
 
 # Breaks still ahead per task: a few holidays, not a way to pause forever in slices.
@@ -53,11 +53,8 @@ async def _owned_tasks_locked(owner: User, task_id: str | None) -> list[Task]:
     if task_id is None:
         rows = Task.filter(owner_id=owner.id, deleted_at=None, state__in=(TaskState.ACTIVE, TaskState.PAUSED))
         return list(await rows.order_by("id").select_for_update())
-    task = await Task.filter(id=parse_id(task_id, "task"), deleted_at=None).select_for_update().first()
-    if task is None or str(task.owner_id) != str(owner.id):
-        if task is not None and await is_active_partner(str(owner.id), str(task.owner_id)):
-            raise Forbidden("only the task's owner may schedule its breaks")
-        raise NotFound("no such task")
+    found = await Task.filter(id=parse_id(task_id, "task"), deleted_at=None).select_for_update().first()
+    task = await require_own_task(str(owner.id), found, "only the task's owner may schedule its breaks")
     if task.state is TaskState.ENDED:
         raise Conflict("the task has ENDED: it has nothing left to break")
     return [task]
@@ -149,11 +146,10 @@ async def end_break(owner: User, break_id: str, *, timing: ChainTiming) -> TaskB
     if row is None:
         raise NotFound("no such break")
     async with write_transaction():
-        task = await Task.filter(id=row.task_id, deleted_at=None).select_for_update().first()
-        if task is None or str(task.owner_id) != str(owner.id):
-            if task is not None and await is_active_partner(str(owner.id), str(task.owner_id)):
-                raise Forbidden("only the task's owner may end its breaks")
-            raise NotFound("no such break")
+        found = await Task.filter(id=row.task_id, deleted_at=None).select_for_update().first()
+        task = await require_own_task(
+            str(owner.id), found, "only the task's owner may end its breaks", missing="no such break"
+        )
         row = await TaskBreak.get(id=row.id)
         now = await db_now()
         if row.ended_early_at is not None or row.ends_at <= now:

@@ -26,7 +26,6 @@ from services.chain import (
 from services.kit import (
     BadInput,
     Conflict,
-    Forbidden,
     NotFound,
     ProofloopError,
     connection,
@@ -35,7 +34,7 @@ from services.kit import (
     parse_id,
     write_transaction,
 )
-from services.partners import is_active_partner
+from services.partners import require_own_task
 from services.reminders import (
     check_reminders,
     occurrence_of,
@@ -270,11 +269,8 @@ async def _task_count_and_now(owner: User) -> tuple[int, datetime]:
 
 async def _owned_task_locked(owner: User, task_id: str, timing: ChainTiming) -> Task:
     """Lock the caller's own task for an edit (others' tasks are NOT_FOUND: never leak existence)."""
-    task = await Task.filter(id=parse_id(task_id, "task"), deleted_at=None).select_for_update().first()
-    if task is None or str(task.owner_id) != str(owner.id):
-        if task is not None and await is_active_partner(str(owner.id), str(task.owner_id)):
-            raise Forbidden("only the task's owner may change it")
-        raise NotFound("no such task")
+    found = await Task.filter(id=parse_id(task_id, "task"), deleted_at=None).select_for_update().first()
+    task = await require_own_task(str(owner.id), found, "only the task's owner may change it")
     await apply_if_due(task, timing)  # a change whose moment has come applies before this edit is judged
     if task.deleted_at is not None:
         # its waiting deletion came due: this edit rolls back, and the pump's next tick applies it
