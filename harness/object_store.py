@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -14,7 +13,7 @@ from types import TracebackType
 
 from obstore.store import S3Store
 
-from harness.proofloop import free_port
+from harness.proofloop import free_port, wait_answering
 from storage import BlobStore, open_blob_store
 
 # moto checks no signature: any key pair does, but one must be set, or a client would ask the (absent)
@@ -39,16 +38,10 @@ class MotoServer:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"moto exited:\n{self.log_path.read_text(errors='replace')}")
-            try:
-                with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("moto did not answer")
+        wait_answering(
+            self.proc, f"{self.endpoint}/moto-api/", "moto", lambda: self.log_path.read_text(errors="replace")
+        )
+        return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

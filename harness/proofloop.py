@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -182,6 +182,20 @@ class _Process:
         self.stop()
 
 
+def wait_answering(proc: subprocess.Popen[bytes], url: str, what: str, log: Callable[[], str]) -> None:
+    """Until `url` answers (30 s at most); RuntimeError with the process's log if it exits or never does."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited:\n{log()}")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{what} did not answer:\n{log()}")
+
+
 class ServerProcess(_Process):
     """`proofloop serve` on `port`; with workers > 1, uvicorn's supervisor and that many API processes."""
 
@@ -195,17 +209,9 @@ class ServerProcess(_Process):
         self.spawn(
             [sys.executable, "-m", "cli", "serve", "--port", str(self.port), "--workers", str(self.workers)]
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited:\n{self.log()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/readyz", timeout=1):
-                    return self
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"server did not answer:\n{self.log()}")
+        assert self.proc is not None
+        wait_answering(self.proc, f"{self.url}/readyz", "server", self.log)
+        return self
 
 
 class WorkerProcess(_Process):
