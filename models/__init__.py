@@ -7,12 +7,14 @@ from models.enums import (
     ExportStatus,
     InstanceStatus,
     PartnershipStatus,
+    QuotaPeriod,
     RejectionReason,
     ReminderAnchor,
     ReviewTimeoutPolicy,
     TaskState,
     VerificationMethod,
     VerificationStatus,
+    Weekday,
 )
 from models.event import Event
 from models.export import DataExport
@@ -45,6 +47,7 @@ __all__ = [
     "OutgoingMail",
     "Partnership",
     "PartnershipStatus",
+    "QuotaPeriod",
     "RejectionReason",
     "ReminderAnchor",
     "ReviewTimeoutPolicy",
@@ -59,4 +62,5 @@ __all__ = [
     "Webhook",
     "WebhookDelivery",
     "WebhookFanout",
+    "Weekday",
 ]

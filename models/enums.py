@@ -50,6 +50,7 @@ class RejectionReason(StrEnum):
     NO_CAPTURE_TIME = "NO_CAPTURE_TIME"  # a photo or video without one, for a task that requires it
     ENTERED_AVOIDED_PLACE = "ENTERED_AVOIDED_PLACE"  # avoid-a-place: a sample inside the geofence
     NOT_ENOUGH_SAMPLES = "NOT_ENOUGH_SAMPLES"  # avoid-a-place: a gap between samples longer than allowed
+    WITHIN_MIN_GAP = "WITHIN_MIN_GAP"  # a quota goal: too soon after the last counted proof to count
 
 
 class CaptureTimeSource(StrEnum):
@@ -59,6 +60,26 @@ class CaptureTimeSource(StrEnum):
     EXIF_TASK_ZONE = "EXIF_TASK_ZONE"  # DateTimeOriginal without an offset, read in the task's zone
     CONTAINER = "CONTAINER"  # a video container's creation_time (or Apple's creationdate)
     ABSENT = "ABSENT"  # the file carried none (stripped, a PNG, a screenshot)
+
+
+class QuotaPeriod(StrEnum):
+    """A quota goal's period (rules/quota.py has the same values)."""
+
+    DAY = "DAY"
+    WEEK = "WEEK"
+    MONTH = "MONTH"
+
+
+class Weekday(StrEnum):
+    """Values are RFC 5545's day codes."""
+
+    MONDAY = "MO"
+    TUESDAY = "TU"
+    WEDNESDAY = "WE"
+    THURSDAY = "TH"
+    FRIDAY = "FR"
+    SATURDAY = "SA"
+    SUNDAY = "SU"
 
 
 class ReviewTimeoutPolicy(StrEnum):

@@ -23,6 +23,8 @@ class TaskInstance(Model):
     review_deadline = fields.DatetimeField(null=True)
     settled_at = fields.DatetimeField(null=True)
     created_at = fields.DatetimeField(auto_now_add=True)
+    # a quota goal's period: the accepted proofs counted so far (VERIFIED once the task's quota_count)
+    proofs_counted = fields.IntField(default=0)
 
     # The durable timer: when the chain next owes work on this row (NULL once nothing is owed).
     fire_at = fields.DatetimeField(null=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tortoise import fields
 from tortoise.models import Model
 
-from models.enums import ReviewTimeoutPolicy, TaskState, VerificationMethod
+from models.enums import QuotaPeriod, ReviewTimeoutPolicy, TaskState, VerificationMethod
 from models.user import User
 
 
@@ -43,6 +43,13 @@ class Task(Model):
     # together by connectIntegration; the secret is needed in the clear to check a signature)
     integration_key = fields.CharField(max_length=43, null=True)  # unique: migration 0018
     integration_secret = fields.CharField(max_length=64, null=True)
+    # a quota goal, "quota_count proofs per quota_period" (rules/quota.py): rrule is then the rule of the
+    # period ends, starts_at the first one's; window_seconds and grace_seconds are 0 (each period is its
+    # instance's window); fixed when the task is created, except the count and the gap
+    quota_count = fields.IntField(null=True)
+    quota_period = fields.CharEnumField(QuotaPeriod, max_length=8, null=True)
+    quota_week_start = fields.CharField(max_length=2, null=True)  # WEEK: "MO".."SU"
+    quota_min_gap_seconds = fields.IntField(null=True)
     review_window_seconds = fields.IntField(null=True)
     review_on_timeout = fields.CharEnumField(ReviewTimeoutPolicy, max_length=16, null=True)
     # [[anchor, offset_seconds], ...] (services/reminders/reminders.py): each planned instance gets

@@ -40,6 +40,7 @@ from functools import lru_cache
 from itertools import chain, islice, pairwise
 from zoneinfo import ZoneInfo
 
+from rules.quota import Period
 from rules.recurrence_budget import (
     DEFAULT_BUDGET,
     RecurrenceBudget,
@@ -87,6 +88,8 @@ class Schedule:
     window_seconds: int
     grace_seconds: int
     count_ends_at: datetime | None = None  # a COUNT rule's last occurrence, when already known
+    # a quota goal's period (rules/quota.py): the rule gives the period ends, each instance is a period
+    period: Period | None = None
 
 
 def validate_schedule(

@@ -9,12 +9,14 @@ from models.enums import (
     EventType,
     InstanceStatus,
     PartnershipStatus,
+    QuotaPeriod,
     RejectionReason,
     ReminderAnchor,
     ReviewTimeoutPolicy,
     TaskState,
     VerificationMethod,
     VerificationStatus,
+    Weekday,
 )
 
 for _enum in (
@@ -33,6 +35,10 @@ strawberry.enum(
     description="where a photo's or video's capture time was read; ABSENT: the file carried none",
 )
 strawberry.enum(
+    QuotaPeriod, description="a quota goal's period, its bounds at local midnight in the task's zone"
+)
+strawberry.enum(Weekday)
+strawberry.enum(
     ReminderAnchor, description="what a reminder counts back from: the window's opening or the due time"
 )
 
@@ -41,10 +47,12 @@ __all__ = [
     "EventType",
     "InstanceStatus",
     "PartnershipStatus",
+    "QuotaPeriod",
     "RejectionReason",
     "ReminderAnchor",
     "ReviewTimeoutPolicy",
     "TaskState",
     "VerificationMethod",
     "VerificationStatus",
+    "Weekday",
 ]

@@ -9,8 +9,10 @@ import strawberry
 from models import ReminderAnchor as ReminderAnchorRow
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
 from rules.activity import ActivityRule
+from rules.quota import MAX_COUNT as MAX_QUOTA_COUNT
+from rules.quota import Period, Quota
 from rules.recurrence import Schedule
-from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod
+from schema.enums import QuotaPeriod, ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod, Weekday
 from services.kit import BadInput
 from services.reminders import ReminderOffset
 from services.tasks import (
@@ -151,6 +153,23 @@ def reminder_offsets(reminders: list[ReminderInput]) -> tuple[ReminderOffset, ..
     return tuple(ReminderOffset(ReminderAnchorRow(r.before), r.offset_seconds) for r in reminders)
 
 
+@strawberry.input(
+    description="a goal of `count` proofs per period (day, week, month; bounded at local midnight in the "
+    "schedule's zone): each period is one instance, VERIFIED as soon as `count` proofs are counted, MISSED "
+    "at its end otherwise"
+)
+class QuotaInput:
+    count: int = strawberry.field(description=f"proofs per period, 1..{MAX_QUOTA_COUNT}")
+    period: QuotaPeriod
+    week_starts_on: Weekday = strawberry.field(default=Weekday.MONDAY, description="WEEK: the first day")
+    min_gap_seconds: int = strawberry.field(
+        default=0, description="a proof sooner than this after the last counted one does not count"
+    )
+
+    def to_quota(self) -> Quota:
+        return Quota(self.count, Period(self.period.value), self.week_starts_on.value, self.min_gap_seconds)
+
+
 @strawberry.input
 class CreateTaskInput:
     title: str
@@ -169,6 +188,11 @@ class CreateTaskInput:
     reminders: list[ReminderInput] | None = strawberry.field(
         default=None, description="at most 5; each fires after the previous occurrence has closed"
     )
+    quota: QuotaInput | None = strawberry.field(
+        default=None,
+        description="a quota goal: schedule.startsAt picks the first period, rrule stays null, graceSeconds "
+        "0; windowSeconds is not used (each period is its instance's window)",
+    )
 
     def to_draft(self, owner_zone: str) -> TaskDraft:
         """`owner_zone`: the zone of a schedule that names none (so 07:00 stays 07:00 in summer)."""
@@ -183,6 +207,7 @@ class CreateTaskInput:
             activity=self.integration.to_rule() if self.integration else None,
             require_capture_time=bool(capture_requirement(self.photo, self.video)),
             reminders=reminder_offsets(self.reminders or []),
+            quota=self.quota.to_quota() if self.quota else None,
         )
 
 

@@ -64,6 +64,18 @@ class TaskInstance(Node):
     def status(self) -> InstanceStatus:
         return self.row.status
 
+    @strawberry.field(
+        description="proofs counted towards it: for a quota goal, VERIFIED once proofsRequired are in"
+    )
+    async def proofs_counted(self, info: Info) -> int:
+        if (await self._task_row(info)).quota_count is None:
+            return 1 if self.row.status is InstanceStatusRow.VERIFIED else 0
+        return self.row.proofs_counted
+
+    @strawberry.field(description="a quota goal's count per period; 1 for every other task")
+    async def proofs_required(self, info: Info) -> int:
+        return (await self._task_row(info)).quota_count or 1
+
     @strawberry.field(description="when the chain (or a review) settled it")
     def settled_at(self) -> datetime | None:
         return self.row.settled_at

@@ -6,10 +6,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
+from models import QuotaPeriod as QuotaPeriodRow
 from models import Task as TaskRow
 from models import VerificationMethod as VerificationMethodRow
+from models import Weekday as WeekdayRow
 from schema.context import Info
-from schema.enums import ReminderAnchor, ReviewTimeoutPolicy, TaskState, VerificationMethod
+from schema.enums import (
+    QuotaPeriod,
+    ReminderAnchor,
+    ReviewTimeoutPolicy,
+    TaskState,
+    VerificationMethod,
+    Weekday,
+)
 from schema.types.integration import IntegrationRule
 from schema.types.node import Node
 from schema.types.pagination import PageInfo, page_request
@@ -42,6 +51,14 @@ class Schedule:
     )
     window_seconds: int
     grace_seconds: int
+
+
+@strawberry.type(description="a quota goal: `count` proofs per period, each period one instance")
+class QuotaRule:
+    count: int
+    period: QuotaPeriod
+    week_starts_on: Weekday | None = strawberry.field(description="WEEK: the day each week starts on")
+    min_gap_seconds: int
 
 
 @strawberry.type
@@ -134,6 +151,19 @@ class Task(Node):
             max_sample_gap_seconds=(row.gps_max_sample_gap_seconds or DEFAULT_MAX_SAMPLE_GAP_SECONDS)
             if row.gps_avoid
             else None,
+        )
+
+    @strawberry.field(description="a quota goal's rule; null for a task with a fixed schedule")
+    def quota(self) -> QuotaRule | None:
+        row = self.row
+        if row.quota_count is None or row.quota_period is None:
+            return None
+        week = row.quota_week_start if row.quota_period is QuotaPeriodRow.WEEK else None
+        return QuotaRule(
+            count=row.quota_count,
+            period=row.quota_period,
+            week_starts_on=WeekdayRow(week) if week else None,
+            min_gap_seconds=row.quota_min_gap_seconds or 0,
         )
 
     @strawberry.field

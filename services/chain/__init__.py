@@ -12,6 +12,7 @@ from services.chain.chain import (
     NextPlan,
     cancel_open_instance,
     cancel_open_instances,
+    count_proof,
     decided_event,
     decided_status,
     links_of,
@@ -25,6 +26,7 @@ from services.chain.chain import (
     settle_instance,
 )
 from services.chain.links import FIRE_ACTOR, FIRE_BATCH_ACTOR, send_links_after_commit
+from services.chain.quota import far_enough_from_last, is_quota
 
 __all__ = [
     "DEFAULT_MAX_SAMPLE_GAP_SECONDS",
@@ -36,10 +38,13 @@ __all__ = [
     "break_spans",
     "cancel_open_instance",
     "cancel_open_instances",
+    "count_proof",
     "decided_event",
     "decided_status",
+    "far_enough_from_last",
     "first_due_outside",
     "has_breaks_ahead",
+    "is_quota",
     "links_of",
     "lock_task",
     "move_fire_at",

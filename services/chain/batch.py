@@ -28,7 +28,7 @@ from services.chain.settle_sql import ClaimedRow, PlannedRow, claim_and_settle, 
 from services.feed import announce_committed_events
 from services.kit import db_now, on_commit, write_transaction
 from services.reminders import Occurrence, offsets_from, plan_reminders_of
-from services.schedules import DueTimes, due_times_after, prefetch_many, window_around
+from services.schedules import DueTimes, due_times_after, prefetch_many, window_for
 from services.timers import LinkArgs, Waiter, hand_back
 
 log = logging.getLogger("proofloop.chain")
@@ -186,7 +186,7 @@ async def _plan_next(
         if due_at is None:
             ended.append(row.task_id)
             continue
-        opens_at, closes_at = window_around(due_at, row.schedule.window_seconds, row.schedule.grace_seconds)
+        opens_at, closes_at = window_for(row.schedule, due_at)
         planned.append(
             PlannedRow(
                 instance_id=str(uuid4()),

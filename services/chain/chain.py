@@ -36,6 +36,7 @@ from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain.links import LINK_BATCH as LINK_BATCH
 from services.chain.links import Link, send_links_after_commit
 from services.chain.links import send_links as send_links
+from services.chain.quota import is_quota, quota_met, settle_reviews_at_period_end
 from services.chain.sql import read_instance_locking_task
 from services.feed import record_event
 from services.kit import write_transaction
@@ -102,6 +103,33 @@ async def settle_instance(
     instance.status, instance.settled_at, instance.fire_at, instance.link_for = outcome, at, None, None
     for event in events:
         await record_event(event, task, instance, at, verification)
+    return True
+
+
+async def count_proof(
+    task: Task,
+    instance: TaskInstance,
+    verification: Verification,
+    at: datetime,
+    *,
+    timing: ChainTiming,
+    due: DueTimes | None,
+    met: tuple[EventType, ...],
+    counted: tuple[EventType, ...],
+) -> bool:
+    """Count an accepted proof towards the open period, under the task's lock: `met` are the events when it
+    is the count-th (VERIFIED, next period planned), `counted` those otherwise. False when the instance is
+    no longer PENDING or its period has closed: nothing is written then."""
+    rows = TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING, closes_at__gte=at)
+    if not await rows.update(proofs_counted=F("proofs_counted") + 1):
+        return False
+    await instance.refresh_from_db(fields=["proofs_counted"])
+    if instance.proofs_counted < (task.quota_count or 1):
+        for event in counted:
+            await record_event(event, task, instance, at, verification)
+        return True
+    await settle_instance(task, instance, InstanceStatus.VERIFIED, at, events=met, verification=verification)
+    await plan_after_pending(task, instance, now=at, timing=timing, due=due)
     return True
 
 
@@ -288,6 +316,13 @@ async def _settle_pending(
         return FireOutcome.STALE
     if is_avoid(task):
         return await _settle_avoidance(task, instance, now, link_no, timing, due)
+    if is_quota(task) and instance.fire_at is not None and instance.fire_at <= now:
+        await settle_reviews_at_period_end(task, instance, now)
+        if quota_met(task, instance):  # the reviews that waited made up the count
+            events = (EventType.VERIFIED,)
+            await settle_instance(task, instance, InstanceStatus.VERIFIED, now, events=events)
+            await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+            return FireOutcome.VERIFIED
     missed = (EventType.MISSED,)
     if not await settle_instance(task, instance, InstanceStatus.MISSED, now, events=missed, fire_at__lte=now):
         return await _resend_if_early(instance, now, link_no)

@@ -11,21 +11,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from models import InstanceStatus
+from models import InstanceStatus, VerificationMethod
+from rules.quota import Period
 from rules.recurrence import Schedule
 from services.kit import as_utc, connection, is_sqlite
 
 PENDING = InstanceStatus.PENDING.value
+# what settles one of these tasks' instances at the deadline needs rows of its own: an avoid-a-place
+# task's samples (services/chain/avoidance.py), a PARTNER quota goal's waiting reviews (chain/quota.py)
+_DECIDED_BY_ROW = (
+    f"(t.gps_avoid OR (t.quota_period IS NOT NULL AND t.method = '{VerificationMethod.PARTNER.value}'))"
+)
 TASK_COLUMNS = (
     "t.owner_id, t.title, t.last_seq, t.starts_at, t.rrule, t.timezone, t.window_seconds,"
-    " t.grace_seconds, t.count_ends_at, t.reminders, t.pending_effective_at, t.break_until, t.gps_avoid"
+    " t.grace_seconds, t.count_ends_at, t.reminders, t.pending_effective_at, t.break_until,"
+    f" t.quota_period, {_DECIDED_BY_ROW} AS decided_by_row"
 )
 # a task whose waiting change has come due is settled by chain.fire, which applies the change first; so
 # is one with a planned break ahead, whose next instance is planned around it (services/chain/breaks.py),
-# and an avoid-a-place task, whose samples decide its outcome (services/chain/avoidance.py)
+# and a task whose own rows decide its outcome (_DECIDED_BY_ROW)
 NO_CHANGE_DUE = (
     "((t.pending_effective_at IS NULL OR t.pending_effective_at > {now})"
-    " AND (t.break_until IS NULL OR t.break_until <= {now}) AND NOT t.gps_avoid)"
+    " AND (t.break_until IS NULL OR t.break_until <= {now}) AND NOT " + _DECIDED_BY_ROW + ")"
 )
 
 
@@ -40,14 +47,14 @@ class LinkedRow:
     schedule: Schedule
     change_due_at: datetime | None  # the task's waiting change (commitment horizon), if any
     break_until: datetime | None = None  # the end of the task's latest planned break, if any
-    avoid: bool = False  # an avoid-a-place task: its samples decide at the deadline
+    decided_by_row: bool = False  # its own rows decide at the deadline (avoid samples, waiting reviews)
 
     def change_due(self, now: datetime) -> bool:
         return self.change_due_at is not None and self.change_due_at <= now
 
     def takes_row_path(self, now: datetime) -> bool:
-        """A break lies ahead (the row path plans around it), or its samples decide (an avoid task)."""
-        return self.avoid or (self.break_until is not None and self.break_until > now)
+        """A break lies ahead (the row path plans around it), or its own rows decide its outcome."""
+        return self.decided_by_row or (self.break_until is not None and self.break_until > now)
 
 
 def maybe_utc(value: Any) -> datetime | None:
@@ -62,6 +69,7 @@ def schedule_from(row: Any) -> Schedule:
         window_seconds=int(row["window_seconds"]),
         grace_seconds=int(row["grace_seconds"]),
         count_ends_at=maybe_utc(row["count_ends_at"]),
+        period=Period(row["quota_period"]) if row["quota_period"] else None,
     )
 
 
@@ -138,7 +146,7 @@ def _linked(row: Any) -> LinkedRow:
         schedule=schedule_from(row),
         change_due_at=maybe_utc(row["pending_effective_at"]),
         break_until=maybe_utc(row["break_until"]),
-        avoid=bool(row["gps_avoid"]),
+        decided_by_row=bool(row["decided_by_row"]),
     )
 
 

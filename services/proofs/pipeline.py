@@ -28,7 +28,15 @@ from models import (
     VerificationStatus,
 )
 from rules.window import in_window
-from services.chain import ChainTiming, move_fire_at, plan_after_pending, settle_instance
+from services.chain import (
+    ChainTiming,
+    count_proof,
+    far_enough_from_last,
+    is_quota,
+    move_fire_at,
+    plan_after_pending,
+    settle_instance,
+)
 from services.feed import record_event
 from services.kit import BadInput, Conflict, NotFound, parse_id, write_transaction
 from services.partners import require_own_task
@@ -142,8 +150,10 @@ async def proof_target(
         raise BadInput(INSTANCE_FIELD, f"this task is proved by {task.method.value}, not {method.value}")
     if instance.status is not InstanceStatus.PENDING:
         raise Conflict(f"the instance is already {instance.status.value}")
-    if await Verification.filter(instance_id=instance.id).count() >= max_attempts:
-        raise Conflict(f"this instance has had {max_attempts} proof attempts, the most allowed")
+    # a quota goal's period takes its count of proofs on top of the attempts any instance is allowed
+    allowed = max_attempts + (task.quota_count or 1) - 1
+    if await Verification.filter(instance_id=instance.id).count() >= allowed:
+        raise Conflict(f"this instance has had {allowed} proof attempts, the most allowed")
     return ProofTarget(instance=instance, task=task)
 
 
@@ -211,7 +221,10 @@ async def settle_verified(
     timing: ChainTiming,
     due: DueTimes | None,
 ) -> Verification | None:
-    """An accepted proof of its own: VERIFIED, judged at arrival (settled only if it came in the window)."""
+    """An accepted proof of its own: VERIFIED, judged at arrival (settled only if it came in the window);
+    for a quota goal, counted (VERIFIED on the count-th)."""
+    if is_quota(task):
+        return await count_toward_quota(task, target, draft, arrival, timing, due)
     draft.status, draft.decided_at = VerificationStatus.ACCEPTED, arrival
     await draft.save()  # in the caller's transaction: a proof that is not accepted is recorded REJECTED
     instance = target.instance
@@ -228,6 +241,31 @@ async def settle_verified(
     if not settled:
         return None
     await plan_after_pending(task, instance, now=arrival, timing=timing, due=due)
+    return draft
+
+
+async def count_toward_quota(
+    task: Task,
+    target: ProofTarget,
+    draft: Verification,
+    arrival: datetime,
+    timing: ChainTiming,
+    due: DueTimes | None,
+) -> Verification | None:
+    """A quota goal's accepted proof: counted unless it comes within the minimum gap of the last one
+    (then REJECTED WITHIN_MIN_GAP, the period still open)."""
+    instance = await TaskInstance.get(id=target.instance.id)  # as it is under the task's lock
+    if instance.status is not InstanceStatus.PENDING or not in_window(
+        arrival, instance.opens_at, instance.closes_at
+    ):
+        return None  # the period closed while it was judged: record_outcome rejects it
+    if not await far_enough_from_last(task, instance, arrival):
+        return await record_rejected(task, draft, RejectionReason.WITHIN_MIN_GAP, arrival)
+    draft.status, draft.decided_at = VerificationStatus.ACCEPTED, arrival
+    await draft.save()
+    proof = (EventType.PROOF_SUBMITTED,)
+    met = (EventType.PROOF_SUBMITTED, EventType.VERIFIED)
+    await count_proof(task, instance, draft, arrival, timing=timing, due=due, met=met, counted=proof)
     return draft
 
 

@@ -1,7 +1,8 @@
 """Partner reviews: the owner asks, an active partner decides before the review deadline.
 
 A review request takes the instance out of PENDING, so its transaction plans the next instance too;
-the review then runs beside the schedule until its deadline, where the chain applies onTimeout.
+the review then runs beside the schedule until its deadline, where the chain applies onTimeout. A quota
+goal's reviews are proofs of its period instead: they wait inside it, and an approval counts.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from models import (
 )
 from services.chain import (
     ChainTiming,
+    count_proof,
     decided_event,
     decided_status,
+    far_enough_from_last,
+    is_quota,
     move_fire_at,
     plan_after_pending,
     settle_instance,
@@ -45,7 +49,7 @@ from services.kit import (
 )
 from services.partners import Access, has_deciding_partner
 from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
-from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove
+from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, record_rejected
 from services.schedules import DueTimes
 from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS, lock_with_due_change
 
@@ -106,6 +110,8 @@ async def _open_review(
     timing: ChainTiming,
     due: DueTimes | None,
 ) -> Verification | None:
+    if is_quota(task):
+        return await _wait_in_period(task, target, draft, arrival)
     deadline = review_deadline(task, target.instance.due_at)
     moved = await TaskInstance.filter(
         id=target.instance.id, status=InstanceStatus.PENDING, opens_at__lte=arrival, closes_at__gte=arrival
@@ -119,6 +125,50 @@ async def _open_review(
     await record_event(EventType.REVIEW_REQUESTED, task, instance, arrival, draft)
     await plan_after_pending(task, instance, now=arrival, timing=timing, due=due)
     return draft
+
+
+async def _wait_in_period(
+    task: Task, target: ProofTarget, draft: Verification, arrival: datetime
+) -> Verification | None:
+    """A quota goal's review waits inside the period, which stays PENDING and open to other proofs; at
+    the period's end onTimeout decides it (services/chain/quota.py)."""
+    instance = await TaskInstance.get(id=target.instance.id)  # as it is under the task's lock
+    if (
+        instance.status is not InstanceStatus.PENDING
+        or not instance.opens_at <= arrival <= instance.closes_at
+    ):
+        return None
+    if not await far_enough_from_last(task, instance, arrival):
+        return await record_rejected(task, draft, RejectionReason.WITHIN_MIN_GAP, arrival)
+    draft.status = VerificationStatus.PENDING_REVIEW
+    await draft.save()
+    await record_event(EventType.REVIEW_REQUESTED, task, instance, arrival, draft)
+    return draft
+
+
+async def _decide_in_period(
+    task: Task,
+    row: Verification,
+    approve: bool,
+    fields: dict[str, object],
+    arrival: datetime,
+    timing: ChainTiming,
+) -> None:
+    """A quota goal's review, decided while its period is open: an approval counts towards the period
+    (VERIFIED on the count-th); either way the decision is one PROOF_SUBMITTED event of the period."""
+    instance = await TaskInstance.get(id=row.instance_id)
+    if instance.status is not InstanceStatus.PENDING or arrival > instance.closes_at:
+        raise Conflict("this review is already decided: its period has ended")
+    decided = await Verification.filter(id=row.id, status=VerificationStatus.PENDING_REVIEW).update(**fields)
+    if not decided:
+        raise Conflict("this proof is not waiting for a review")
+    await row.refresh_from_db()
+    proof = (EventType.PROOF_SUBMITTED,)
+    if not approve:
+        await record_event(EventType.PROOF_SUBMITTED, task, instance, arrival, row)
+        return
+    met = (EventType.VERIFIED,)
+    await count_proof(task, instance, row, arrival, timing=timing, due=None, met=met, counted=proof)
 
 
 async def decide_review(
@@ -145,9 +195,19 @@ async def decide_review(
             "a partner accepted while the owner's commitment horizon holds decides reviews once it has passed"
         )
     outcome = decided_status(row, approve)
+    fields: dict[str, object] = {
+        "status": VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
+        "reason": None if approve else RejectionReason.PARTNER_REJECTED,
+        "reviewer_id": viewer.id,
+        "review_comment": comment,
+        "decided_at": arrival,
+    }
     async with write_transaction():
         instance = await TaskInstance.get(id=row.instance_id)
         task = await lock_with_due_change(str(instance.task_id), timing)
+        if is_quota(task) and row.appeal_of is None:
+            await _decide_in_period(task, row, approve, fields, arrival, timing)
+            return row
         settled = await settle_instance(
             task,
             instance,
@@ -161,11 +221,7 @@ async def decide_review(
         if not settled:
             raise Conflict("this review is already decided, or its deadline has passed")
         decided = await Verification.filter(id=row.id, status=VerificationStatus.PENDING_REVIEW).update(
-            status=VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
-            reason=None if approve else RejectionReason.PARTNER_REJECTED,
-            reviewer_id=viewer.id,
-            review_comment=comment,
-            decided_at=arrival,
+            **fields
         )
         if not decided:  # rolls the instance and its event back too
             raise Conflict("this proof is not waiting for a review")
@@ -182,7 +238,8 @@ def reviewable(access: Access) -> QuerySet[Verification]:
     return Verification.filter(
         user_id__in=sorted(access.deciding),
         status=VerificationStatus.PENDING_REVIEW,
-        instance__status=InstanceStatus.PENDING_REVIEW,  # a deleted task's review was canceled
+        # a deleted task's review was canceled; a quota goal's waits in its PENDING period
+        instance__status__in=(InstanceStatus.PENDING_REVIEW, InstanceStatus.PENDING),
     )
 
 

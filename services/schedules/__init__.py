@@ -13,7 +13,7 @@ from services.schedules.due_times import (
     prefetch_many,
     schedule_of,
     upcoming,
-    window_around,
+    window_for,
     window_of,
 )
 
@@ -28,6 +28,6 @@ __all__ = [
     "prefetch_many",
     "schedule_of",
     "upcoming",
-    "window_around",
+    "window_for",
     "window_of",
 ]

@@ -14,8 +14,10 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from models import Task
+from rules.quota import Period, period_start
 from rules.recurrence import (
     RecurrenceBudget,
     RecurrenceTimedOut,
@@ -56,6 +58,7 @@ def schedule_of(task: Task) -> Schedule:
         window_seconds=task.window_seconds,
         grace_seconds=task.grace_seconds,
         count_ends_at=task.count_ends_at,
+        period=Period(task.quota_period.value) if task.quota_period is not None else None,
     )
 
 
@@ -219,7 +222,14 @@ async def upcoming(task: Task, after: datetime, count: int, budget: RecurrenceBu
 
 def window_of(task: Task, due_at: datetime) -> tuple[datetime, datetime]:
     """(opensAt, closesAt) of the instance due at `due_at`."""
-    return window_around(due_at, task.window_seconds, task.grace_seconds)
+    return window_for(schedule_of(task), due_at)
+
+
+def window_for(schedule: Schedule, due_at: datetime) -> tuple[datetime, datetime]:
+    """(opensAt, closesAt) of the schedule's instance due at `due_at`: a quota goal's is its period."""
+    if schedule.period is not None:
+        return period_start(due_at, schedule.period, ZoneInfo(schedule.timezone)), due_at
+    return window_around(due_at, schedule.window_seconds, schedule.grace_seconds)
 
 
 def window_around(due_at: datetime, window_seconds: int, grace_seconds: int) -> tuple[datetime, datetime]:

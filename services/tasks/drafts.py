@@ -10,6 +10,7 @@ from models import ReviewTimeoutPolicy, VerificationMethod
 from rules.activity import ActivityRule
 from rules.errors import InvalidInput
 from rules.gps import validate_point
+from rules.quota import Quota, boundary_rule, check_quota, first_period_end
 from rules.recurrence import Schedule
 from rules.timezones import zone_of
 from services.kit import BadInput
@@ -62,6 +63,7 @@ class TaskDraft:
     activity: ActivityRule | None = None  # INTEGRATION (checked when the input is read)
     require_capture_time: bool = False  # PHOTO/VIDEO
     reminders: tuple[ReminderOffset, ...] = ()
+    quota: Quota | None = None  # a quota goal: the schedule's periods replace its rule (quota_schedule)
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,29 @@ def check_gps_rule(rule: GpsRuleDraft) -> None:
         raise BadInput("input.gps.maxSampleGapSeconds", "applies only to an avoid rule (avoid: true)")
 
 
+def quota_schedule(schedule: Schedule, quota: Quota) -> Schedule:
+    """A quota goal's schedule: its periods' ends as the rule, from the end of the period startsAt falls
+    in, each instance's window its whole period (rules/quota.py)."""
+    field = "input.schedule"
+    if schedule.rrule is not None:
+        raise BadInput(f"{field}.rrule", "a quota goal recurs by its period: leave rrule out")
+    if schedule.grace_seconds != 0:
+        raise BadInput(f"{field}.graceSeconds", "a quota goal's period ends where the next begins: use 0")
+    try:
+        check_quota(quota, "input.quota")
+    except InvalidInput as exc:
+        raise BadInput(exc.field, exc.message) from None
+    zone = zone_of(schedule.timezone, f"{field}.timezone")
+    return Schedule(
+        starts_at=first_period_end(schedule.starts_at, quota, zone),
+        rrule=boundary_rule(quota),
+        timezone=schedule.timezone,
+        window_seconds=0,
+        grace_seconds=0,
+        period=quota.period,
+    )
+
+
 def check_video_rule(min_duration_seconds: float) -> None:
     if not 0 < _finite(min_duration_seconds, "input.video.minDurationSeconds") <= 3600:
         raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
@@ -155,6 +180,8 @@ def check_partner_rule(rule: PartnerRuleDraft) -> None:
 def check_rules(draft: TaskDraft) -> None:
     if draft.method is VerificationMethod.GPS and draft.gps is None:
         raise BadInput("input.gps", "is required when method is GPS")
+    if draft.quota is not None and draft.gps is not None and draft.gps.avoid:
+        raise BadInput("input.quota", "an avoid-a-place rule has no proofs to count: leave quota out")
     if draft.method is VerificationMethod.VIDEO and draft.video_min_duration_seconds is None:
         raise BadInput("input.video", "is required when method is VIDEO")
     check_given_rules(draft.gps, draft.video_min_duration_seconds, draft.partner)

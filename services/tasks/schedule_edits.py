@@ -18,7 +18,7 @@ from rules.recurrence import (
 )
 from services.accounts import horizon_of
 from services.chain import ChainTiming
-from services.kit import parse_id
+from services.kit import BadInput, parse_id
 from services.schedules import (
     DueTimes,
     check_schedule,
@@ -93,6 +93,8 @@ async def plan_schedule_edit(
     waits = _waits(horizon, current)
     if patch is None:
         return SchedulePlan(horizon, waits)
+    if current.quota_period is not None:
+        raise BadInput("input.schedule", "a quota goal's schedule is its periods: create another task")
 
     async def checked(schedule: Schedule) -> Schedule:
         return await check_schedule(

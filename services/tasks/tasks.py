@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from models import (
+    QuotaPeriod,
     ReviewTimeoutPolicy,
     Task,
     TaskInstance,
@@ -62,6 +63,7 @@ from services.tasks.drafts import (
     check_given_rules,
     check_rules,
     check_title,
+    quota_schedule,
 )
 from services.tasks.edits import apply_fields, before, delete_locked, pause_locked, replan, whole_seconds
 from services.tasks.pending_change import Part, PendingChange
@@ -167,6 +169,8 @@ async def _check_draft(
     description = check_description(draft.description)
     check_rules(draft)
     schedule = whole_seconds(draft.schedule)
+    if draft.quota is not None:
+        schedule = quota_schedule(schedule, draft.quota)
     checked = known_schedule(schedule, min_interval_seconds=min_interval_seconds, budget=timing.recurrence)
     if checked is None:
         await check_task_quota(owner, max_tasks, ahead)  # before the schedule's costlier validation
@@ -223,6 +227,10 @@ async def _insert_planned(
                 else None
             ),
             reminders=stored(draft.reminders),
+            quota_count=draft.quota.count if draft.quota else None,
+            quota_period=QuotaPeriod(draft.quota.period.value) if draft.quota else None,
+            quota_week_start=draft.quota.week_start if draft.quota else None,
+            quota_min_gap_seconds=draft.quota.min_gap_seconds if draft.quota else None,
             created_at=created_at,
             updated_at=created_at,
         )

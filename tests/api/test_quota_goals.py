@@ -1,0 +1,189 @@
+"""Quota goals through the real API: "3 check-ins a week" is one instance per week in the task's zone,
+VERIFIED on the third counted proof (the next week planned at once), with a minimum gap between counted
+proofs, partner reviews that count when approved, and every malformed quota refused by its field. The
+period's end (MISSED with two) across a clock change runs on a shifted clock: test_quota_period_end.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from harness.proofloop import BERLIN, ApiClient, GraphQLFailure, partner_pair, task_rules
+
+BERLIN_ZONE = ZoneInfo("Europe/Berlin")
+CREATE = """mutation($input: CreateTaskInput!) { createTask(input: $input) {
+  id schedule { startsAt rrule timezone windowSeconds graceSeconds }
+  quota { count period weekStartsOn minGapSeconds }
+  currentInstance { id status opensAt dueAt closesAt proofsCounted proofsRequired } } }"""
+CHECK_IN = """mutation($id: ID!) { checkIn(instanceId: $id, location: {latitude: 52.52, longitude: 13.405},
+  accuracyMeters: 10) { status reason } }"""
+INSTANCE = """query($id: ID!) { instance(id: $id) { status proofsCounted proofsRequired
+  verifications { status reason } } }"""
+TASK = """query($id: ID!) { task(id: $id) { currentInstance { id status opensAt dueAt proofsCounted } } }"""
+
+
+def quota_task(method: str, quota: dict[str, Any], **rules: Any) -> dict[str, Any]:
+    return {
+        "title": "Gym",
+        "method": method,
+        "schedule": {
+            "startsAt": datetime.now(UTC).isoformat(),
+            "timezone": "Europe/Berlin",
+            "graceSeconds": 0,
+        },
+        "quota": quota,
+        **task_rules(method),
+        **rules,
+    }
+
+
+def local(value: str) -> datetime:
+    return datetime.fromisoformat(value).astimezone(BERLIN_ZONE)
+
+
+async def test_the_third_check_in_of_the_week_verifies_it_early_and_plans_next_week(api: ApiClient) -> None:
+    token, _ = await api.register()
+    task = (
+        await api.execute(CREATE, {"input": quota_task("GPS", {"count": 3, "period": "WEEK"})}, token=token)
+    )["createTask"]
+    assert task["quota"] == {"count": 3, "period": "WEEK", "weekStartsOn": "MONDAY", "minGapSeconds": 0}
+    assert task["schedule"]["windowSeconds"] == 0 and task["schedule"]["graceSeconds"] == 0
+    week = task["currentInstance"]
+    opens, due = local(week["opensAt"]), local(week["dueAt"])
+    # this week in Berlin: Monday 00:00 to the next Monday 00:00, wall clock
+    today = datetime.now(BERLIN_ZONE).date()
+    assert opens.date() == today - timedelta(days=today.weekday()) and opens.weekday() == 0
+    assert (opens.hour, opens.minute, due.hour, due.minute) == (0, 0, 0, 0)
+    assert due.date() - opens.date() == timedelta(days=7)
+    assert (week["proofsCounted"], week["proofsRequired"], week["closesAt"]) == (0, 3, week["dueAt"])
+
+    for n in (1, 2):
+        assert (await api.execute(CHECK_IN, {"id": week["id"]}, token=token))["checkIn"][
+            "status"
+        ] == "ACCEPTED"
+        instance = (await api.execute(INSTANCE, {"id": week["id"]}, token=token))["instance"]
+        assert (instance["status"], instance["proofsCounted"]) == ("PENDING", n)
+    await api.execute(CHECK_IN, {"id": week["id"]}, token=token)
+    instance = (await api.execute(INSTANCE, {"id": week["id"]}, token=token))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("VERIFIED", 3)
+
+    following = (await api.execute(TASK, {"id": task["id"]}, token=token))["task"]["currentInstance"]
+    assert following["id"] != week["id"] and following["status"] == "PENDING"
+    assert following["opensAt"] == week["dueAt"]  # the next week, not a proof window inside this one
+    assert local(following["dueAt"]).date() - due.date() == timedelta(days=7)
+    assert following["proofsCounted"] == 0
+    early = (await api.execute(CHECK_IN, {"id": following["id"]}, token=token))["checkIn"]  # opens Monday
+    assert early == {"status": "REJECTED", "reason": "OUTSIDE_WINDOW"}
+
+
+async def test_a_proof_inside_the_minimum_gap_does_not_count(api: ApiClient) -> None:
+    token, _ = await api.register()
+    quota = {"count": 2, "period": "DAY", "minGapSeconds": 3600}
+    task = (await api.execute(CREATE, {"input": quota_task("GPS", quota)}, token=token))["createTask"]
+    day = task["currentInstance"]
+    assert local(day["dueAt"]) - local(day["opensAt"]) in (timedelta(hours=h) for h in (23, 24, 25))
+    assert (await api.execute(CHECK_IN, {"id": day["id"]}, token=token))["checkIn"]["status"] == "ACCEPTED"
+    second = (await api.execute(CHECK_IN, {"id": day["id"]}, token=token))["checkIn"]
+    assert second == {"status": "REJECTED", "reason": "WITHIN_MIN_GAP"}
+    instance = (await api.execute(INSTANCE, {"id": day["id"]}, token=token))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("PENDING", 1)
+
+
+async def test_a_month_of_photos_counts_and_a_day_quota_needs_only_its_count(api: ApiClient) -> None:
+    token, _ = await api.register()
+    month = (
+        await api.execute(
+            CREATE, {"input": quota_task("PHOTO", {"count": 20, "period": "MONTH"})}, token=token
+        )
+    )["createTask"]["currentInstance"]
+    opens, due = local(month["opensAt"]), local(month["dueAt"])
+    assert (opens.day, due.day, opens.hour, due.hour) == (1, 1, 0, 0)
+    assert (due.year * 12 + due.month) - (opens.year * 12 + opens.month) == 1
+    assert month["proofsRequired"] == 20
+    once = (
+        await api.execute(CREATE, {"input": quota_task("GPS", {"count": 1, "period": "DAY"})}, token=token)
+    )["createTask"]["currentInstance"]
+    await api.execute(CHECK_IN, {"id": once["id"]}, token=token)
+    assert (await api.execute(INSTANCE, {"id": once["id"]}, token=token))["instance"]["status"] == "VERIFIED"
+
+
+async def test_partner_reviews_wait_inside_the_period_and_count_when_approved(api: ApiClient) -> None:
+    owner, _, partner, _ = await partner_pair(api)
+    quota = {"count": 2, "period": "WEEK", "weekStartsOn": "SUNDAY"}
+    task = (await api.execute(CREATE, {"input": quota_task("PARTNER", quota)}, token=owner))["createTask"]
+    week = task["currentInstance"]
+    assert local(week["opensAt"]).weekday() == 6  # Sunday
+    ask = 'mutation($id: ID!) { requestReview(instanceId: $id, note: "lifted") { id status } }'
+    first = (await api.execute(ask, {"id": week["id"]}, token=owner))["requestReview"]
+    second = (await api.execute(ask, {"id": week["id"]}, token=owner))["requestReview"]
+    assert first["status"] == second["status"] == "PENDING_REVIEW"
+    instance = (await api.execute(INSTANCE, {"id": week["id"]}, token=owner))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("PENDING", 0)  # still open to proofs
+    queue = (await api.execute("{ reviewQueue { id } }", token=partner))["reviewQueue"]
+    assert {r["id"] for r in queue} == {first["id"], second["id"]}
+
+    decide = "mutation($id: ID!, $a: Boolean!) { review(verificationId: $id, approve: $a) { status reason } }"
+    assert (await api.execute(decide, {"id": first["id"], "a": False}, token=partner))["review"] == {
+        "status": "REJECTED",
+        "reason": "PARTNER_REJECTED",
+    }
+    await api.execute(decide, {"id": second["id"], "a": True}, token=partner)
+    instance = (await api.execute(INSTANCE, {"id": week["id"]}, token=owner))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("PENDING", 1)
+    third = (await api.execute(ask, {"id": week["id"]}, token=owner))["requestReview"]
+    await api.execute(decide, {"id": third["id"], "a": True}, token=partner)
+    instance = (await api.execute(INSTANCE, {"id": week["id"]}, token=owner))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("VERIFIED", 2)
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute(decide, {"id": first["id"], "a": True}, token=partner)
+    assert failure.value.code == "CONFLICT"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"quota": {"count": 0, "period": "WEEK"}}, "input.quota.count"),
+        ({"quota": {"count": 101, "period": "WEEK"}}, "input.quota.count"),
+        ({"quota": {"count": 3, "period": "DAY", "minGapSeconds": 43200}}, "input.quota.minGapSeconds"),
+        ({"quota": {"count": 2, "period": "WEEK", "minGapSeconds": -1}}, "input.quota.minGapSeconds"),
+        ({"schedule": {"startsAt": "2026-12-01T00:00:00Z", "rrule": "FREQ=DAILY"}}, "input.schedule.rrule"),
+        (
+            {"schedule": {"startsAt": "2026-12-01T00:00:00Z", "graceSeconds": 60}},
+            "input.schedule.graceSeconds",
+        ),
+        (
+            {
+                "gps": {
+                    "center": {"latitude": BERLIN[0], "longitude": BERLIN[1]},
+                    "radiusMeters": 100,
+                    "avoid": True,
+                }
+            },
+            "input.quota",
+        ),
+    ],
+)
+async def test_a_malformed_quota_is_refused_by_its_field(
+    api: ApiClient, change: dict[str, Any], field: str
+) -> None:
+    token, _ = await api.register()
+    task_input = {**quota_task("GPS", {"count": 3, "period": "WEEK"}), **change}
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute(CREATE, {"input": task_input}, token=token)
+    assert failure.value.code == "BAD_USER_INPUT"
+    assert failure.value.field == field
+    assert (await api.execute("{ tasks { totalCount } }", token=token))["tasks"]["totalCount"] == 0
+
+
+async def test_a_quota_goals_schedule_cannot_be_edited_into_another(api: ApiClient) -> None:
+    token, _ = await api.register()
+    task = (
+        await api.execute(CREATE, {"input": quota_task("GPS", {"count": 3, "period": "WEEK"})}, token=token)
+    )["createTask"]
+    edit = 'mutation($id: ID!) { updateTask(id: $id, input: {schedule: {rrule: "FREQ=DAILY"}}) { id } }'
+    with pytest.raises(GraphQLFailure) as failure:
+        await api.execute(edit, {"id": task["id"]}, token=token)
+    assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", "input.schedule")
