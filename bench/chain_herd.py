@@ -11,7 +11,10 @@ Raw Dramatiq: 5,000 no-op messages due at one instant, same Redis, same worker s
 Lateness = settled_at - fire_at; rate = settled / (last settled_at - fire_at).
 Targets: all 5,000 within 1.0 s of their due time; rate >= 4x raw Dramatiq's no-op rate.
 
-Run: .venv/bin/python -m bench.chain_herd  (one part: `... chain_herd api`, `pump`)
+Quota and avoid: the pump handover again with 5,000 quota goals (3 a week in Berlin, 2 in: MISSED, the
+next week planned, in sets) or 5,000 avoid-a-place goals without samples (NOT_ENOUGH_SAMPLES, row by row).
+
+Run: .venv/bin/python -m bench.chain_herd  (parts: `... chain_herd api pump quota avoid`; default api pump)
 """
 
 from __future__ import annotations
@@ -148,18 +151,19 @@ async def api_herd(env: BenchEnv) -> tuple[Burst, BatchState, float]:
         worker.stop()
 
 
-async def pump_herd(env: BenchEnv) -> tuple[Burst, BatchState]:
+async def pump_herd(env: BenchEnv, kind: str = "one-off") -> tuple[Burst, BatchState]:
     worker = env.proofloop_worker({"PROOFLOOP_LINK_HORIZON_SECONDS": PUMP_HORIZON_S})
     db = await asyncpg.connect(env.database_url)
+    batch = f"far-{kind}"
     try:
         owner = await bench_user(db)
         fire_at = whole_second(await db_now(db) + timedelta(seconds=PUMP_LEAD_S))
-        await bulk_pending(db, owner, "far", COUNT, fire_at)
-        say(f"pump: {COUNT} rows due {fire_at:%H:%M:%S}, beyond the {PUMP_HORIZON_S} s horizon")
+        await bulk_pending(db, owner, batch, COUNT, fire_at, kind)
+        say(f"pump: {COUNT} {kind} rows due {fire_at:%H:%M:%S}, beyond the {PUMP_HORIZON_S} s horizon")
         left = (fire_at - await db_now(db)).total_seconds()
-        await wait_batch_settled(db, "far", time.monotonic() + left + WAIT_S)
-        state = await batch_state(db, "far", with_events=True)
-        say(f"pump: {state.settled}/{state.total} settled")
+        await wait_batch_settled(db, batch, time.monotonic() + left + WAIT_S)
+        state = await batch_state(db, batch, with_events=True)
+        say(f"pump ({kind}): {state.settled}/{state.total} settled")
         return Burst(state.settled, state.late_ms, state.links_sent), state
     finally:
         await db.close()
@@ -210,6 +214,11 @@ async def scenario(env: BenchEnv) -> None:
         say(f"API: createTask throughput {created_per_s:.0f} tasks/s")
     if "pump" in parts:
         results["pump handover"] = await pump_herd(env)
+    # goals of other kinds, handed over by the pump alike: a quota goal settles in sets, an avoid-a-place
+    # goal row by row (its samples decide)
+    for kind in ("quota", "avoid"):
+        if kind in parts:
+            results[f"pump handover, {kind} goals"] = await pump_herd(env, kind)
     raw = await raw_burst(env)
     for name, (burst, state) in results.items():
         table += rows(name, burst, state, raw)

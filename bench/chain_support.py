@@ -421,27 +421,54 @@ _BULK_SQL = """
 WITH t AS (
     INSERT INTO tasks (id, owner_id, title, method, starts_at, rrule, timezone, window_seconds,
                        grace_seconds, state, chain_version, last_seq, created_at, updated_at,
-                       require_capture_time, gps_avoid)
-    SELECT gen_random_uuid(), $1, $2 || '-' || g, 'PHOTO', $3, NULL, 'UTC', 60, 0, 'ACTIVE', 1, 1, now(), now(),
-           false, false
+                       require_capture_time, gps_avoid, gps_latitude, gps_longitude, gps_radius_meters,
+                       gps_max_accuracy_meters, gps_max_sample_gap_seconds, quota_count, quota_period,
+                       quota_week_start, quota_min_gap_seconds)
+    SELECT gen_random_uuid(), $1, $2 || '-' || g, $5, $6, $7, $8, $9, 0, 'ACTIVE', 1, 1, now(), now(),
+           false, $10, $11, $11, $12, $12, $13, $14, $15, $16, $17
     FROM generate_series(1, $4) AS g
     RETURNING id, chain_version
 )
 INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status, created_at,
-                            fire_at, link_no, link_for)
-SELECT gen_random_uuid(), t.id, 1, t.chain_version, $3 - interval '60 seconds', $3, $3, 'PENDING', now(),
-       $3, 0, NULL
+                            fire_at, link_no, link_for, proofs_counted)
+SELECT gen_random_uuid(), t.id, 1, t.chain_version, $3::timestamptz - interval '60 seconds', $3, $3, 'PENDING', now(),
+       $3, 0, NULL, $18
 FROM t
 """
 
+# what each kind of task adds to a bulk row: (method, rrule, timezone, window, gps, quota, counted)
+_ONE_OFF = ("PHOTO", None, "UTC", 60, None, None, 0)
+_BERLIN = (52.52, 150.0, 60)  # (latitude = longitude, radius and accuracy, max sample gap)
+KINDS: dict[str, tuple[Any, ...]] = {
+    "one-off": _ONE_OFF,
+    # 3 proofs a week in Berlin, two of them in: MISSED at the week's end, next week planned (set path)
+    "quota": (
+        "PHOTO",
+        "FREQ=WEEKLY;BYDAY=MO;WKST=MO;BYHOUR=0;BYMINUTE=0;BYSECOND=0",
+        "Europe/Berlin",
+        0,
+        None,
+        (3, "WEEK", "MO", 0),
+        2,
+    ),
+    # avoid-a-place with no samples: NOT_ENOUGH_SAMPLES, judged row by row
+    "avoid": ("GPS", None, "UTC", 60, _BERLIN, None, 0),
+}
+
 
 async def bulk_pending(
-    db: asyncpg.Connection, owner_id: str, batch: str, count: int, fire_at: datetime
+    db: asyncpg.Connection, owner_id: str, batch: str, count: int, fire_at: datetime, kind: str = "one-off"
 ) -> None:
-    """`count` one-off ACTIVE tasks titled `batch-N`, each with its PENDING instance (seq 1) due at `fire_at`
-    (grace 0, so fire_at = due_at = closes_at), link_no 0 and link_for NULL: no link yet, the pump's to send.
-    """
-    await db.execute(_BULK_SQL, owner_id, batch, fire_at, count)
+    """`count` ACTIVE tasks of `kind` (KINDS) titled `batch-N`, each with its PENDING instance (seq 1) due
+    at `fire_at` (grace 0, so fire_at = due_at = closes_at), link_no 0 and link_for NULL: no link yet, the
+    pump's to send. A recurring kind starts at `fire_at` (its first due time)."""
+    method, rrule, zone, window, gps, quota, counted = KINDS[kind]
+    lat, radius, gap = gps if gps else (None, None, None)
+    q_count, q_period, q_week, q_gap = quota if quota else (None, None, None, None)
+    await db.execute(
+        _BULK_SQL, owner_id, batch, fire_at, count, method, fire_at, rrule, zone, window,
+        gps is not None, lat, radius, gap, q_count, q_period, q_week, q_gap, counted,
+    )  # fmt: skip
 
 
 async def db_now(db: asyncpg.Connection) -> datetime:
@@ -477,7 +504,7 @@ async def batch_state(db: asyncpg.Connection, batch: str, with_events: bool = Fa
         """,
         f"{batch}-%",
     )
-    late = [float(r["late_ms"]) for r in rows if r["status"] == "MISSED" and r["late_ms"] is not None]
+    late = [float(r["late_ms"]) for r in rows if r["status"] in SETTLING and r["late_ms"] is not None]
     unsettled = twice = 0
     if with_events:
         counts = await db.fetch(

@@ -36,12 +36,17 @@ def free_port() -> int:
         return port
 
 
-def _as_postgres(args: list[str], timeout: float = 60) -> None:
+def _as_postgres(args: list[str], timeout: float = 60, environment: dict[str, str] | None = None) -> None:
+    """`args` as the postgres OS user, with `environment` added (set inside su's command: su drops
+    variables such as LD_PRELOAD)."""
+    extra = environment or {}
     command = " ".join(f"'{a}'" for a in args)
     if os.geteuid() == 0:
+        if extra:
+            command = "env " + " ".join(f"'{k}={v}'" for k, v in extra.items()) + " " + command
         subprocess.run(["su", PG_USER, "-c", command], check=True, capture_output=True, timeout=timeout)
     else:
-        subprocess.run(args, check=True, capture_output=True, timeout=timeout)
+        subprocess.run(args, check=True, capture_output=True, timeout=timeout, env={**os.environ, **extra})
 
 
 def _stop_tree(pid: int, sig: int) -> None:
@@ -58,9 +63,11 @@ def _stop_tree(pid: int, sig: int) -> None:
 
 
 class PrivatePostgres:
-    """initdb + pg_ctl under a temp dir; trust auth on 127.0.0.1 and a free port."""
+    """initdb + pg_ctl under a temp dir; trust auth on 127.0.0.1 and a free port; `environment` is added to
+    the server's (e.g. a shifted clock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, environment: dict[str, str] | None = None) -> None:
+        self.environment = environment or {}
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="proofloop-chaos-pg-"))
         self.data = self.root / "data"
@@ -89,7 +96,8 @@ class PrivatePostgres:
             " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
         )
         _as_postgres(
-            [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start"]
+            [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start"],
+            environment=self.environment,
         )
 
     def stop(self, mode: str = "fast") -> None:

@@ -36,7 +36,7 @@ from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain.links import LINK_BATCH as LINK_BATCH
 from services.chain.links import Link, send_links_after_commit
 from services.chain.links import send_links as send_links
-from services.chain.quota import is_quota, quota_met, settle_reviews_at_period_end
+from services.chain.quota import has_reviews_in_period, quota_met, settle_reviews_at_period_end
 from services.chain.sql import read_instance_locking_task
 from services.feed import record_event
 from services.kit import write_transaction
@@ -316,7 +316,7 @@ async def _settle_pending(
         return FireOutcome.STALE
     if is_avoid(task):
         return await _settle_avoidance(task, instance, now, link_no, timing, due)
-    if is_quota(task) and instance.fire_at is not None and instance.fire_at <= now:
+    if has_reviews_in_period(task) and instance.fire_at is not None and instance.fire_at <= now:
         await settle_reviews_at_period_end(task, instance, now)
         if quota_met(task, instance):  # the reviews that waited made up the count
             events = (EventType.VERIFIED,)

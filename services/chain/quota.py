@@ -21,6 +21,7 @@ from models import (
     Task,
     TaskInstance,
     Verification,
+    VerificationMethod,
     VerificationStatus,
 )
 from rules.quota import counts_after_gap
@@ -29,6 +30,11 @@ from services.partners import vouching
 
 def is_quota(task: Task) -> bool:
     return task.quota_count is not None
+
+
+def has_reviews_in_period(task: Task) -> bool:
+    """A PARTNER goal: its reviews wait inside the period, and its end decides those still open."""
+    return is_quota(task) and task.method is VerificationMethod.PARTNER
 
 
 async def far_enough_from_last(task: Task, instance: TaskInstance, at: datetime) -> bool:

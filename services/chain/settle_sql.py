@@ -145,9 +145,9 @@ WITH missed AS (
     RETURNING 1
 ), planned AS (
     INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status,
-                                created_at, fire_at, link_no, link_for, linked_at)
+                                created_at, fire_at, link_no, link_for, linked_at, proofs_counted)
     SELECT id, task_id, seq, v, o, d, c, '{PENDING}', $1, c,
-           CASE WHEN l THEN 1 ELSE 0 END, CASE WHEN l THEN c END, CASE WHEN l THEN $1::timestamptz END
+           CASE WHEN l THEN 1 ELSE 0 END, CASE WHEN l THEN c END, CASE WHEN l THEN $1::timestamptz END, 0
     FROM unnest($8::uuid[], $9::uuid[], $10::int[], $11::int[], $12::timestamptz[], $13::timestamptz[],
                 $14::timestamptz[], $15::bool[]) AS x(task_id, id, seq, v, o, d, c, l)
     RETURNING 1
@@ -165,8 +165,8 @@ _ENDED_SQLITE = _TASKS_SQLITE.format(change=f"state = '{TaskState.ENDED.value}'"
 _ADVANCED_SQLITE = _TASKS_SQLITE.format(change="last_seq = last_seq + 1")
 _PLANNED_SQLITE = f"""
 INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status,
-                            created_at, fire_at, link_no, link_for, linked_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, '{PENDING}', ?, ?, ?, ?, ?)
+                            created_at, fire_at, link_no, link_for, linked_at, proofs_counted)
+VALUES (?, ?, ?, ?, ?, ?, ?, '{PENDING}', ?, ?, ?, ?, ?, 0)
 """
 
 

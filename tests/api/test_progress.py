@@ -77,7 +77,8 @@ async def write_history(
     try:
         await conn.executemany(
             "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
-            " status, settled_at, created_at, link_no) VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0)",
+            " status, settled_at, created_at, link_no, proofs_counted)"
+            " VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0, 0)",
             [
                 (uuid.UUID(row.id), uuid.UUID(row_key(task_id)), n - len(rows), row.due, row.status)
                 for n, row in enumerate(rows)

@@ -43,7 +43,8 @@ def write_history(database: Path, task_id: str, open_id: str) -> list[Written]:
         separator = "T" if "T" in stored else " "
         db.executemany(
             "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
-            " status, settled_at, created_at, link_no) VALUES (?1, ?2, ?3, 1, ?4, ?4, ?4, ?5, ?4, ?4, 0)",
+            " status, settled_at, created_at, link_no, proofs_counted)"
+            " VALUES (?1, ?2, ?3, 1, ?4, ?4, ?4, ?5, ?4, ?4, 0, 0)",
             [
                 (row.id, row_key(task_id), n - len(rows), row.due.isoformat(sep=separator), row.status)
                 for n, row in enumerate(rows)

@@ -89,8 +89,8 @@ async def add_history(database_url: str, task_id: str) -> None:
             due = base + timedelta(days=n)
             await conn.execute(
                 "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
-                " status, settled_at, created_at, link_no)"
-                " VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0)",
+                " status, settled_at, created_at, link_no, proofs_counted)"
+                " VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0, 0)",
                 uuid.uuid4(),
                 uuid.UUID(row_key(task_id)),
                 -len(HISTORY) + n,  # before the open instance's seq, oldest first

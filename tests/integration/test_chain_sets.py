@@ -7,7 +7,7 @@ link, so the message each test sends is their only delivery until the pump finds
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -219,4 +219,55 @@ async def test_a_set_plans_reminders_and_leaves_a_due_waiting_change_to_its_own_
         )
         assert [r["remind_at"] for r in reminders] == [pending["due_at"] - timedelta(seconds=60)]
     for task in tasks[:3]:
+        await _invariants(api, token, db, task)
+
+
+QUOTA_GOAL = """mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"""
+
+
+@pytest.mark.usefixtures("broker")
+async def test_quota_goals_settle_in_a_set_and_plan_their_periods_while_a_partner_goal_goes_alone(
+    api: ApiClient, worker: WorkerProcess, db: asyncpg.Connection
+) -> None:
+    token, _ = await api.register_verified()
+    partner_token, partner = await api.register_verified()
+    invite = await api.execute(
+        "mutation($e: String!) { invitePartner(email: $e) { id } }", {"e": partner["email"]}, token=token
+    )
+    await api.execute(
+        "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }",
+        {"id": invite["invitePartner"]["id"]},
+        token=partner_token,
+    )
+    now = datetime.now(UTC).isoformat()
+
+    async def goal(method: str, zone: str, quota: dict[str, Any]) -> dict[str, Any]:
+        schedule = {"startsAt": now, "timezone": zone, "graceSeconds": 0}
+        task_input = {"title": "Goal", "method": method, "schedule": schedule, "quota": quota}
+        task: dict[str, Any] = (await api.execute(QUOTA_GOAL, {"input": task_input}, token=token))[
+            "createTask"
+        ]
+        return task
+
+    weekly = [await goal("PHOTO", "Europe/Berlin", {"count": 3, "period": "WEEK"}) for _ in range(3)]
+    monthly = [await goal("PHOTO", "America/New_York", {"count": 20, "period": "MONTH"}) for _ in range(2)]
+    reviewed = await goal("PARTNER", "Europe/Berlin", {"count": 2, "period": "WEEK"})
+    tasks = [*weekly, *monthly, reviewed]
+    periods = {t["id"]: (await instances_of(db, t["id"]))[0] for t in tasks}
+    await send(batched_link_messages(await _due_soon(db, tasks)))  # each period's end brought forward
+
+    async def all_settled() -> bool:
+        return all([await _status(db, t) == "MISSED" for t in tasks])
+
+    await eventually(all_settled, 20, "every goal's period MISSED")
+    settled = {(await instances_of(db, t["id"]))[0]["settled_at"] for t in [*weekly, *monthly]}
+    assert len(settled) == 1  # the five quota goals shared one transaction: the set path
+    reviewed_at = (await instances_of(db, reviewed["id"]))[0]["settled_at"]
+    assert reviewed_at not in settled  # its waiting reviews are decided by the row path
+    for task in tasks:
+        _, following = await instances_of(db, task["id"])
+        # the next period is the one that runs now, bounded in the task's zone as when it was created
+        before = periods[task["id"]]
+        assert (following["opens_at"], following["due_at"]) == (before["opens_at"], before["due_at"])
+        assert (following["closes_at"], following["proofs_counted"]) == (following["due_at"], 0)
         await _invariants(api, token, db, task)

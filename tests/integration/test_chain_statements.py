@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from harness.chain_support import photo_draft
 from models import Event, EventType, InstanceStatus, Task, TaskInstance, User
+from rules.quota import Period, Quota
 from services.chain.chain import ChainTiming, FireOutcome, fire
 from services.tasks.tasks import create_task
 
@@ -25,9 +27,9 @@ class StatementCounter(logging.Handler):
         self.statements += 1
 
 
-async def _user_with_tasks(count: int) -> Task:
+async def _user_with_tasks(count: int, quota: Quota | None = None) -> Task:
     user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
-    draft = photo_draft()
+    draft = photo_draft() if quota is None else replace(photo_draft(rrule=None), quota=quota)
     tasks = [
         await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
         for _ in range(count)
@@ -69,3 +71,16 @@ async def test_a_fire_runs_as_many_statements_for_1_task_as_for_500() -> None:
     for task in (lone, busy):
         assert await TaskInstance.filter(task_id=task.id, status=InstanceStatus.PENDING).count() == 1
         assert await Event.filter(task_id=task.id, type=EventType.MISSED).count() == 1
+
+
+@pytest.mark.usefixtures("orm")
+async def test_a_quota_goals_fire_costs_what_a_fixed_schedules_does_for_1_goal_or_500() -> None:
+    fixed = await _statements_of_one_fire(await _user_with_tasks(1))
+    goal = Quota(count=3, period=Period.WEEK)
+    lone, busy = await _user_with_tasks(1, goal), await _user_with_tasks(500, goal)
+    few, many = await _statements_of_one_fire(lone), await _statements_of_one_fire(busy)
+    assert few == many
+    assert few == fixed
+    for task in (lone, busy):
+        planned = await TaskInstance.get(task_id=task.id, status=InstanceStatus.PENDING)
+        assert planned.closes_at == planned.due_at and planned.proofs_counted == 0
