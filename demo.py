@@ -3,14 +3,15 @@
 Against a running API (`make run`, then `make demo` in another terminal): registers Alice and Bob, makes
 Bob Alice's accountability partner (Bob confirms his address with the link `make run` wrote under
 var/mail/), creates a GPS, a PHOTO, a VIDEO, a PARTNER, an INTEGRATION and an avoid-a-place task due
-every minute, each with reminders ("at open" and "10 s before due": DUE_SOON events in Alice's own
-feed), plans a week's break of the video task a week ahead, and a one-off walk due in a few seconds that
-is MISSED, appealed by Alice and upheld by Bob; prints both tokens and what to paste into GraphiQL, then
-keeps proving (check-ins inside and outside the geofence, fresh photos with their capture time, partner
-reviews, runs that Alice's watch reports as signed integration events, location samples near the casino
-she avoids) and lets some instances be MISSED, until Ctrl-C or --duration. Bob's phone is a webhook
-receiver on this machine: each notification it gets while "the app is closed" (a review asked of him, an
-appeal, Alice's misses and verifications) is printed as it arrives, signature checked.
+every minute and a quota goal (3 gym check-ins a week, VERIFIED on the third), each with reminders ("at
+open" and "10 s before due": DUE_SOON events in Alice's own feed), plans a week's break of the video
+task a week ahead, and a one-off walk due in a few seconds that is MISSED, appealed by Alice and upheld
+by Bob; prints both tokens and what to paste into GraphiQL, then keeps proving (check-ins inside and
+outside the geofence, fresh photos with their capture time, partner reviews, runs that Alice's watch
+reports as signed integration events, location samples near the casino she avoids) and lets some
+instances be MISSED, until Ctrl-C or --duration. Bob's phone is a webhook receiver on this machine: each
+notification it gets while "the app is closed" (a review asked of him, an appeal, Alice's misses and
+verifications) is printed as it arrives, signature checked.
 """
 
 from __future__ import annotations
@@ -230,6 +231,11 @@ def every_minute() -> dict[str, Any]:
     }
 
 
+def this_week() -> dict[str, Any]:
+    # a quota goal's periods are its schedule: the week that runs now, in Berlin, Monday to Monday
+    return {"startsAt": datetime.now(UTC).isoformat(), "timezone": "Europe/Berlin", "graceSeconds": 0}
+
+
 def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
     inputs: list[dict[str, Any]] = [
         {"title": "Gym check-in", "method": "GPS", "gps": {"center": GYM, "radiusMeters": 100}},
@@ -241,6 +247,12 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
             "partnerReview": {"reviewWindowSeconds": 30, "onTimeout": "REJECT"},
         },
         {"title": "Morning run", "method": "INTEGRATION", "integration": RUN},
+        {  # a quota goal: one instance for the whole week, VERIFIED on its third check-in
+            "title": "Gym 3x a week",
+            "method": "GPS",
+            "gps": {"center": GYM, "radiusMeters": 100},
+            "quota": {"count": 3, "period": "WEEK"},
+        },
         {
             "title": "No casino",
             "method": "GPS",
@@ -249,7 +261,8 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
     ]
     tasks = []
     for task_input in inputs:
-        task_input = {**task_input, "schedule": every_minute(), "reminders": REMINDERS}
+        schedule = this_week() if "quota" in task_input else every_minute()
+        task_input = {**task_input, "schedule": schedule, "reminders": REMINDERS}
         created = api.run(CREATE_TASK, {"input": task_input}, owner.token)
         task = DemoTask(created["createTask"]["id"], task_input["title"], task_input["method"])
         if task.method == "INTEGRATION":  # Alice's watch gets the run's endpoint and secret
@@ -348,6 +361,12 @@ def prove(
         fix = {**where, "accuracyMeters": 15, "recordedAt": datetime.now(UTC).isoformat()}
         api.run(REPORT, {"i": instance_id, "s": [fix]}, alice.token)
         return f"location sample {'away from' if turn == 0 else 'inside'} the casino: judged at the due time"
+    if task.title == "Gym 3x a week":
+        at_gym = {"i": instance_id, "at": GYM}
+        verdicts = [_verdict(api.run(CHECK_IN, at_gym, alice.token)["checkIn"]) for _ in range(3)]
+        week = api.run(INSTANCE_PROGRESS, {"i": instance_id}, alice.token)["instance"]
+        counted = f"{week['proofsCounted']} of 3, {week['status']}"
+        return f"three gym check-ins this week ({', '.join(verdicts)}): {counted}"
     if task.method == "GPS":
         where = GYM if turn == 0 else DOWN_THE_ROAD
         result = api.run(CHECK_IN, {"i": instance_id, "at": where}, alice.token)["checkIn"]
@@ -364,6 +383,9 @@ def prove(
     approve = turn == 0
     decided = api.run(REVIEW, {"v": requested["id"], "ok": approve}, bob.token)["review"]
     return f"review requested; {bob.name} {'approves' if approve else 'rejects'}: {_verdict(decided)}"
+
+
+INSTANCE_PROGRESS = "query($i: ID!) { instance(id: $i) { status proofsCounted } }"
 
 
 def _verdict(verification: dict[str, Any]) -> str:

@@ -94,8 +94,8 @@ RETURNING id, fired_at
 """
 
 _FIRED_READ = """
-SELECT r.id AS reminder_id, i.id AS instance_id, i.opens_at, i.due_at, i.closes_at,
-       t.id AS task_id, t.owner_id, t.title
+SELECT r.id AS reminder_id, i.id AS instance_id, i.opens_at, i.due_at, i.closes_at, i.proofs_counted,
+       t.id AS task_id, t.owner_id, t.title, t.quota_count
 FROM instance_reminders r JOIN task_instances i ON i.id = r.instance_id JOIN tasks t ON t.id = i.task_id
 WHERE r.id {ids}
 """
@@ -204,6 +204,8 @@ async def _read_fired(reminder_ids: list[str]) -> list[FiredReminder]:
             opens_at=as_utc(r["opens_at"]),
             due_at=as_utc(r["due_at"]),
             closes_at=as_utc(r["closes_at"]),
+            proofs_counted=int(r["proofs_counted"]),
+            proofs_required=int(r["quota_count"]) if r["quota_count"] is not None else None,
         )
         for r in rows
     ]

@@ -120,6 +120,9 @@ class FiredReminder:
     opens_at: datetime
     due_at: datetime
     closes_at: datetime
+    # a quota goal's period: proofs counted so far, of how many ("2 of 3 done, 1 day left")
+    proofs_counted: int = 0
+    proofs_required: int | None = None
 
 
 async def queue_reminder_webhooks(
@@ -135,6 +138,8 @@ async def queue_reminder_webhooks(
         opens_at=instance.opens_at,
         due_at=instance.due_at,
         closes_at=instance.closes_at,
+        proofs_counted=instance.proofs_counted,
+        proofs_required=task.quota_count,
     )
     await queue_webhooks_of([fired], now)
 
@@ -160,6 +165,14 @@ async def queue_webhooks_of(fired: list[FiredReminder], now: datetime) -> None:
 
 
 def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> str:
+    instance: dict[str, object] = {
+        "id": global_id("TaskInstance", reminder.instance_id),
+        "opensAt": format_instant(reminder.opens_at),
+        "dueAt": format_instant(reminder.due_at),
+        "closesAt": format_instant(reminder.closes_at),
+    }
+    if reminder.proofs_required is not None:  # a quota goal: what its period still needs
+        instance.update(proofsCounted=reminder.proofs_counted, proofsRequired=reminder.proofs_required)
     payload = {
         "type": "DUE_SOON",
         "deliveryId": delivery_id,
@@ -168,12 +181,7 @@ def _reminder_body(reminder: FiredReminder, now: datetime, delivery_id: str) -> 
         "recipient": {"id": global_id("User", reminder.owner_id), "role": "OWNER"},
         # the ids the API shows, so a receiver can match them with what it read there
         "task": {"id": global_id("Task", reminder.task_id), "title": reminder.title},
-        "instance": {
-            "id": global_id("TaskInstance", reminder.instance_id),
-            "opensAt": format_instant(reminder.opens_at),
-            "dueAt": format_instant(reminder.due_at),
-            "closesAt": format_instant(reminder.closes_at),
-        },
+        "instance": instance,
     }
     return json.dumps(payload, separators=(",", ":"))
 

@@ -89,6 +89,8 @@ def test_demo_produces_events_the_partner_sees(
     assert ("VERIFIED", "Breakfast photo") in kinds
     assert ("REVIEW_REQUESTED", "Read 20 pages") in kinds
     assert ("VERIFIED", "Morning run") in kinds  # an automatic proof: the watch's signed event
+    assert ("VERIFIED", "Gym 3x a week") in kinds  # a quota goal, on its third check-in of the week
+    assert "three gym check-ins this week (ACCEPTED, ACCEPTED, ACCEPTED): 3 of 3, VERIFIED" in out
     assert "Alice's watch reports a 30-minute run: ACCEPTED" in out
     assert "location sample away from the casino" in out  # an avoid-a-place task, judged at its due time
     assert CERTAIN_REMINDER in kinds

