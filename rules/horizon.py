@@ -26,6 +26,8 @@ class RuleField(StrEnum):
     PARTNER_REVIEW = "partner_review"
     ACTIVITY = "activity_rule"  # an INTEGRATION task's rule, judged as a whole
     CAPTURE_TIME = "require_capture_time"  # 1.0 required, 0.0 not
+    QUOTA_COUNT = "quota_count"  # a quota goal's proofs per period
+    QUOTA_MIN_GAP = "quota_min_gap_seconds"
 
 
 class Lifecycle(StrEnum):
@@ -62,7 +64,12 @@ def makes_easier(field: RuleField, old: Value, new: Value) -> bool:
         assert isinstance(old, int | float)
         assert isinstance(new, int | float)
         return new > old  # a longer window or grace, a bigger geofence, a vaguer fix allowed
-    if field in (RuleField.VIDEO_MIN_DURATION, RuleField.CAPTURE_TIME):
+    if field in (
+        RuleField.VIDEO_MIN_DURATION,
+        RuleField.CAPTURE_TIME,
+        RuleField.QUOTA_COUNT,
+        RuleField.QUOTA_MIN_GAP,
+    ):
         assert isinstance(old, int | float)
         assert isinstance(new, int | float)
         return new < old

@@ -234,6 +234,14 @@ class SchedulePatchInput:
         )
 
 
+@strawberry.input(
+    description="a quota goal's count or gap (its period is fixed); fields left out keep their value"
+)
+class QuotaPatchInput:
+    count: int | None = None
+    min_gap_seconds: int | None = None
+
+
 @strawberry.input(description="every field optional; a schedule change re-plans this task's chain")
 class UpdateTaskInput:
     title: str | None = strawberry.UNSET
@@ -247,8 +255,12 @@ class UpdateTaskInput:
     reminders: list[ReminderInput] | None = strawberry.field(
         default=strawberry.UNSET, description="replaces the task's reminders; [] removes them"
     )
+    quota: QuotaPatchInput | None = strawberry.field(
+        default=strawberry.UNSET, description="a quota goal: a lower count or gap is easier (it waits)"
+    )
 
     def to_patch(self) -> TaskPatch:
+        quota = self.quota if isinstance(self.quota, QuotaPatchInput) else None
         return TaskPatch(
             title=self.title if isinstance(self.title, str) else None,
             description=self.description if isinstance(self.description, str) else None,
@@ -263,6 +275,8 @@ class UpdateTaskInput:
                 self.video if isinstance(self.video, VideoRuleInput) else None,
             ),
             reminders=reminder_offsets(self.reminders) if isinstance(self.reminders, list) else None,
+            quota_count=quota.count if quota else None,
+            quota_min_gap_seconds=quota.min_gap_seconds if quota else None,
         )
 
 

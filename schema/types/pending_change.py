@@ -55,6 +55,10 @@ class PendingChange:
     require_capture_time: bool | None = strawberry.field(
         description="false: photos or videos will no longer need a capture time; null: unchanged"
     )
+    quota_count: int | None = strawberry.field(description="a quota goal's lower count; null: unchanged")
+    quota_min_gap_seconds: int | None = strawberry.field(
+        description="a quota goal's shorter minimum gap; null: unchanged"
+    )
 
 
 def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
@@ -80,6 +84,8 @@ def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
         if pending.activity_rule is not None
         else None,
         require_capture_time=False if pending.capture_time_optional else None,
+        quota_count=pending.quota_count,
+        quota_min_gap_seconds=pending.quota_min_gap_seconds,
     )
 
 

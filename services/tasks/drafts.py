@@ -88,6 +88,8 @@ class TaskPatch:
     activity: ActivityRule | None = None
     require_capture_time: bool | None = None  # None keeps it
     reminders: tuple[ReminderOffset, ...] | None = None  # None keeps them; () removes them
+    quota_count: int | None = None  # a quota goal's count (None keeps it)
+    quota_min_gap_seconds: int | None = None
 
 
 def check_schedule_text(rrule: str | None, timezone: str | None, field: str) -> None:

@@ -49,6 +49,10 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
         task.require_capture_time = patch.require_capture_time
     if patch.reminders is not None:
         task.reminders = stored(patch.reminders)
+    if patch.quota_count is not None:
+        task.quota_count = patch.quota_count
+    if patch.quota_min_gap_seconds is not None:
+        task.quota_min_gap_seconds = patch.quota_min_gap_seconds
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ class Part(StrEnum):
     PARTNER_REVIEW = "partner_review"
     ACTIVITY = "activity_rule"
     CAPTURE_OPTIONAL = "capture_time_optional"  # a photo or video will no longer need a capture time
+    QUOTA_COUNT = "quota_count"
+    QUOTA_MIN_GAP = "quota_min_gap_seconds"
     PAUSE = "pause"
     DELETE = "delete"
 
@@ -45,6 +47,8 @@ RULE_PARTS = GPS_PARTS | {
     Part.PARTNER_REVIEW,
     Part.ACTIVITY,
     Part.CAPTURE_OPTIONAL,
+    Part.QUOTA_COUNT,
+    Part.QUOTA_MIN_GAP,
 }
 _FLAGS = frozenset({Part.PAUSE, Part.DELETE, Part.CAPTURE_OPTIONAL})
 
@@ -69,6 +73,8 @@ class PendingChange:
     partner_review: PartnerRuleDraft | None = None
     activity_rule: ActivityRule | None = None
     capture_time_optional: bool = False  # only dropping the requirement waits: it is the one easier value
+    quota_count: int | None = None
+    quota_min_gap_seconds: int | None = None
     pause: bool = False
     delete: bool = False
 
@@ -103,6 +109,8 @@ class PendingChange:
             partner_review=partner,
             activity_rule=read_activity_rule(c["activity_rule"]) if "activity_rule" in c else None,
             capture_time_optional=bool(c.get("capture_time_optional")),
+            quota_count=c.get("quota_count"),
+            quota_min_gap_seconds=c.get("quota_min_gap_seconds"),
             pause=bool(c.get("pause")),
             delete=bool(c.get("delete")),
         )
@@ -118,7 +126,14 @@ class PendingChange:
                 timezone=self.shape.timezone,
                 count_ends_at=ends.isoformat() if ends is not None else None,
             )
-        for key in ("window_seconds", "grace_seconds", "gps_radius_meters", "gps_max_accuracy_meters"):
+        for key in (
+            "window_seconds",
+            "grace_seconds",
+            "gps_radius_meters",
+            "gps_max_accuracy_meters",
+            "quota_count",
+            "quota_min_gap_seconds",
+        ):
             if getattr(self, key) is not None:
                 c[key] = getattr(self, key)
         if self.gps_center is not None:
@@ -140,7 +155,10 @@ class PendingChange:
 
     def parts(self) -> frozenset[Part]:
         """The parts that wait."""
-        return frozenset(p for p in Part if getattr(self, p.value) not in (None, False))
+        # by identity: a waiting 0 (a quota goal's gap) is a value, not "nothing waits"
+        return frozenset(
+            p for p in Part if getattr(self, p.value) is not None and getattr(self, p.value) is not False
+        )
 
     @property
     def is_empty(self) -> bool:

@@ -29,6 +29,7 @@ from services.tasks.activity_rules import activity_rule_of
 from services.tasks.drafts import GpsRuleDraft, SchedulePatch, TaskPatch
 from services.tasks.edits import Replan, apply_fields, before, delete_all, pause_all, replan_all
 from services.tasks.pending_change import GPS_PARTS, RULE_PARTS, Part, PendingChange, WaitingShape
+from services.tasks.quota_edits import settle_met_periods
 
 log = logging.getLogger("proofloop.pending_changes")
 
@@ -135,6 +136,9 @@ def _rule_values(task: Task) -> dict[RuleField, Value]:
     if (activity := activity_rule_of(task)) is not None:
         values[RuleField.ACTIVITY] = activity
     values[RuleField.CAPTURE_TIME] = float(task.require_capture_time)
+    if task.quota_count is not None:
+        values[RuleField.QUOTA_COUNT] = task.quota_count
+        values[RuleField.QUOTA_MIN_GAP] = task.quota_min_gap_seconds or 0
     return values
 
 
@@ -159,6 +163,10 @@ def _proposed_values(patch: TaskPatch, *, avoid: bool) -> dict[RuleField, Value]
         values[RuleField.ACTIVITY] = patch.activity
     if patch.require_capture_time is not None:
         values[RuleField.CAPTURE_TIME] = float(patch.require_capture_time)
+    if patch.quota_count is not None:
+        values[RuleField.QUOTA_COUNT] = patch.quota_count
+    if patch.quota_min_gap_seconds is not None:
+        values[RuleField.QUOTA_MIN_GAP] = patch.quota_min_gap_seconds
     return values
 
 
@@ -203,6 +211,15 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange,
         touched.add(Part.CAPTURE_OPTIONAL)
         if RuleField.CAPTURE_TIME in waiting:
             later, capture = replace(later, capture_time_optional=True), None
+    count, gap = patch.quota_count, patch.quota_min_gap_seconds
+    if count is not None:
+        touched.add(Part.QUOTA_COUNT)
+        if RuleField.QUOTA_COUNT in waiting:
+            later, count = replace(later, quota_count=count), None
+    if gap is not None:
+        touched.add(Part.QUOTA_MIN_GAP)
+        if RuleField.QUOTA_MIN_GAP in waiting:
+            later, gap = replace(later, quota_min_gap_seconds=gap), None
     now = replace(
         patch,
         gps=gps,
@@ -210,6 +227,8 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange,
         partner=partner,
         activity=activity,
         require_capture_time=capture,
+        quota_count=count,
+        quota_min_gap_seconds=gap,
     )
     return now, later, frozenset(touched)
 
@@ -276,6 +295,8 @@ def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
         partner=pending.partner_review,
         activity=pending.activity_rule,
         require_capture_time=False if pending.capture_time_optional else None,
+        quota_count=pending.quota_count,
+        quota_min_gap_seconds=pending.quota_min_gap_seconds,
     )
 
 
@@ -290,6 +311,8 @@ _RULE_COLUMNS = [
     "review_on_timeout",
     "activity_rule",
     "require_capture_time",
+    "quota_count",
+    "quota_min_gap_seconds",
     "updated_at",
 ]
 
@@ -322,6 +345,7 @@ async def apply_pending_changes(
         apply_fields(task, None, None, _rule_patch(task, pending))
     if ruled:
         await Task.bulk_update(ruled, fields=_RULE_COLUMNS)
+    await settle_met_periods([task for task, pending in kept if pending.quota_count is not None], now, timing)
     # a schedule change cancels and re-plans; a rule change applies in place to the open instance
     replans = [
         Replan(task, eventual_schedule(task, pending), due.get(str(task.id)))

@@ -75,6 +75,7 @@ from services.tasks.pending_changes import (
     split_rules,
     waiting_schedule,
 )
+from services.tasks.quota_edits import check_quota_edit, settle_met_periods
 from services.tasks.schedule_edits import DAY, plan_schedule_edit
 
 # the methods whose files may carry a capture time
@@ -318,6 +319,7 @@ async def update_task(
                 split_rules(task, patch) if plan.waits else (patch, PendingChange(), frozenset[Part]())
             )
             later = later.joined(waiting_schedule(plan.later, plan.eventual))
+            check_quota_edit(task, now_patch, later)
             touched |= schedule_parts(patch.schedule)
             await _apply_update(task, title, description, now_patch, plan.now, plan.due, timing)
             if not later.is_empty or task.pending_change:
@@ -369,6 +371,8 @@ async def _apply_update(
     apply_fields(task, title, description, patch)
     # rule changes apply in place: proofs read the rule from the task row when they arrive
     await task.save()
+    if patch.quota_count is not None:
+        await settle_met_periods([task], await db_now(), timing)
     if schedule is not None:
         await replan(task, schedule, timing, due)
     elif patch.reminders is not None:

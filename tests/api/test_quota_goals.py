@@ -187,3 +187,72 @@ async def test_a_quota_goals_schedule_cannot_be_edited_into_another(api: ApiClie
     with pytest.raises(GraphQLFailure) as failure:
         await api.execute(edit, {"id": task["id"]}, token=token)
     assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", "input.schedule")
+
+
+EDIT = """mutation($id: ID!, $q: QuotaPatchInput!) { updateTask(id: $id, input: {quota: $q}) {
+  quota { count minGapSeconds } pendingChange { quotaCount quotaMinGapSeconds }
+  currentInstance { id status proofsRequired } } }"""
+
+
+async def test_a_lower_count_that_a_period_already_holds_verifies_it(api: ApiClient) -> None:
+    token, _ = await api.register()
+    task = (
+        await api.execute(CREATE, {"input": quota_task("GPS", {"count": 3, "period": "WEEK"})}, token=token)
+    )["createTask"]
+    week = task["currentInstance"]["id"]
+    for _ in range(2):
+        await api.execute(CHECK_IN, {"id": week}, token=token)
+    edited = (await api.execute(EDIT, {"id": task["id"], "q": {"count": 2}}, token=token))["updateTask"]
+    assert edited["quota"]["count"] == 2 and edited["pendingChange"] is None  # no horizon: at once
+    assert (await api.execute(INSTANCE, {"id": week}, token=token))["instance"]["status"] == "VERIFIED"
+    assert edited["currentInstance"]["id"] != week and edited["currentInstance"]["proofsRequired"] == 2
+
+
+async def test_under_a_horizon_a_lower_count_or_gap_waits_and_a_higher_one_applies_at_once(
+    api: ApiClient,
+) -> None:
+    token, _ = await api.register()
+    quota = {"count": 3, "period": "WEEK", "minGapSeconds": 3600}
+    task = (await api.execute(CREATE, {"input": quota_task("GPS", quota)}, token=token))["createTask"]
+    await api.execute("mutation { setCommitmentHorizon(days: 1) { id } }", token=token)
+    easier = (
+        await api.execute(EDIT, {"id": task["id"], "q": {"count": 2, "minGapSeconds": 0}}, token=token)
+    )["updateTask"]
+    assert easier["quota"] == {"count": 3, "minGapSeconds": 3600}
+    assert easier["pendingChange"] == {"quotaCount": 2, "quotaMinGapSeconds": 0}
+    harder = (await api.execute(EDIT, {"id": task["id"], "q": {"count": 5}}, token=token))["updateTask"]
+    assert harder["quota"] == {"count": 5, "minGapSeconds": 3600}
+    assert harder["currentInstance"]["proofsRequired"] == 5
+    assert harder["pendingChange"] == {"quotaCount": None, "quotaMinGapSeconds": 0}  # superseded: 5 holds
+
+
+async def test_a_quota_edit_is_refused_on_another_task_or_when_it_could_never_be_met(api: ApiClient) -> None:
+    token, _ = await api.register()
+    fixed = (
+        await api.execute(
+            CREATE,
+            {
+                "input": {
+                    **quota_task("GPS", {"count": 1, "period": "DAY"}),
+                    "quota": None,
+                    "schedule": {
+                        "startsAt": datetime.now(UTC).isoformat(),
+                        "rrule": "FREQ=DAILY",
+                        "windowSeconds": 600,
+                    },
+                }
+            },
+            token=token,
+        )
+    )["createTask"]
+    goal = (
+        await api.execute(CREATE, {"input": quota_task("GPS", {"count": 3, "period": "DAY"})}, token=token)
+    )["createTask"]
+    for task_id, q, field in (
+        (fixed["id"], {"count": 2}, "input.quota"),
+        (goal["id"], {"count": 0}, "input.quota.count"),
+        (goal["id"], {"minGapSeconds": 43200}, "input.quota.minGapSeconds"),
+    ):
+        with pytest.raises(GraphQLFailure) as failure:
+            await api.execute(EDIT, {"id": task_id, "q": q}, token=token)
+        assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", field)

@@ -13,6 +13,7 @@ import pytest
 
 from actors.chain_delivery import deliver
 from models import InstanceStatus, Task, TaskInstance, TaskState, User, VerificationMethod
+from rules.quota import Period, Quota
 from rules.recurrence import Schedule
 from services.chain.chain import ChainTiming, FireOutcome, fire, lock_task
 from services.kit.db import db_now, write_transaction
@@ -93,3 +94,31 @@ async def test_a_change_not_yet_due_waits_under_lock() -> None:
     async with write_transaction():
         locked = await lock_with_due_change(str(task.id), TIMING)
     assert (locked.state, locked.pending_change) == (TaskState.ACTIVE, {"pause": True})
+
+
+@pytest.mark.usefixtures("orm")
+async def test_a_waiting_lower_count_that_comes_due_verifies_a_period_already_holding_it() -> None:
+    user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
+    draft = TaskDraft(
+        title="Gym",
+        description=None,
+        method=VerificationMethod.PHOTO,
+        schedule=Schedule(
+            starts_at=datetime.now(UTC),
+            rrule=None,
+            timezone="Europe/Berlin",
+            window_seconds=0,
+            grace_seconds=0,
+        ),
+        quota=Quota(3, Period.WEEK),
+    )
+    task = await create_task(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)
+    week = await TaskInstance.get(task_id=task.id)
+    await TaskInstance.filter(id=week.id).update(proofs_counted=2)
+    await _hold(task, {"quota_count": 2, "quota_min_gap_seconds": 0})
+    async with write_transaction():
+        locked = await lock_with_due_change(str(task.id), TIMING)
+    assert (locked.quota_count, locked.quota_min_gap_seconds, locked.pending_change) == (2, 0, None)
+    assert (await TaskInstance.get(id=week.id)).status is InstanceStatus.VERIFIED
+    following = await TaskInstance.get(task_id=task.id, status=InstanceStatus.PENDING)
+    assert following.opens_at == week.due_at

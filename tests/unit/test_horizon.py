@@ -45,6 +45,11 @@ def days(*offsets: int) -> list[datetime]:
         (RuleField.VIDEO_MIN_DURATION, 5.0, 5.0, False),
         (RuleField.GPS_CENTER, (52.52, 13.405), (48.137, 11.575), True),  # moved: maybe to where one is
         (RuleField.GPS_CENTER, (52.52, 13.405), (52.52, 13.405), False),
+        (RuleField.QUOTA_COUNT, 3, 2, True),  # fewer proofs a period
+        (RuleField.QUOTA_COUNT, 3, 4, False),
+        (RuleField.QUOTA_COUNT, 3, 3, False),
+        (RuleField.QUOTA_MIN_GAP, 3600, 0, True),  # proofs closer together count
+        (RuleField.QUOTA_MIN_GAP, 0, 3600, False),
     ],
 )
 def test_numbers_and_places(field: RuleField, old: Value, new: Value, easier: bool) -> None:
@@ -159,6 +164,8 @@ def test_every_field_has_a_direction() -> None:
         RuleField.OCCURRENCES: (span(days(0)), span(days(1))),
         RuleField.ACTIVITY: (ActivityRule(frozenset({"run"})), ActivityRule(frozenset())),
         RuleField.CAPTURE_TIME: (1.0, 0.0),
+        RuleField.QUOTA_COUNT: (3, 2),
+        RuleField.QUOTA_MIN_GAP: (60, 0),
     }
     assert set(samples) == set(RuleField)
     for field, (old, new) in samples.items():

@@ -26,6 +26,8 @@ STORED = {
     "review_on_timeout": "APPROVE",
     "activity_rule": {"activity_types": ["run"], "min_duration_seconds": 600.0, "min_distance_meters": 0.0},
     "capture_time_optional": True,
+    "quota_count": 2,
+    "quota_min_gap_seconds": 3600,
     "pause": True,
     "delete": True,
 }
