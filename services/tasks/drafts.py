@@ -156,6 +156,8 @@ def quota_schedule(schedule: Schedule, quota: Quota) -> Schedule:
         check_quota(quota, "input.quota")
     except InvalidInput as exc:
         raise BadInput(exc.field, exc.message) from None
+    if not 1900 <= schedule.starts_at.year <= 9000:  # as every schedule; the period's end must exist too
+        raise BadInput(f"{field}.startsAt", "startsAt must fall between the years 1900 and 9000")
     zone = zone_of(schedule.timezone, f"{field}.timezone")
     return Schedule(
         starts_at=first_period_end(schedule.starts_at, quota, zone),

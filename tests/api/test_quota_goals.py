@@ -5,6 +5,7 @@ period's end (MISSED with two) across a clock change runs on a shifted clock: te
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -154,6 +155,8 @@ async def test_partner_reviews_wait_inside_the_period_and_count_when_approved(ap
             {"schedule": {"startsAt": "2026-12-01T00:00:00Z", "graceSeconds": 60}},
             "input.schedule.graceSeconds",
         ),
+        ({"schedule": {"startsAt": "9999-12-31T23:59:59Z"}}, "input.schedule.startsAt"),
+        ({"schedule": {"startsAt": "0001-01-01T00:00:00Z"}}, "input.schedule.startsAt"),
         (
             {
                 "gps": {
@@ -256,3 +259,26 @@ async def test_a_quota_edit_is_refused_on_another_task_or_when_it_could_never_be
         with pytest.raises(GraphQLFailure) as failure:
             await api.execute(EDIT, {"id": task_id, "q": q}, token=token)
         assert (failure.value.code, failure.value.field) == ("BAD_USER_INPUT", field)
+
+
+async def test_concurrent_proofs_count_once_each_and_verify_the_period_once(api: ApiClient) -> None:
+    token, _ = await api.register()
+    task = (
+        await api.execute(CREATE, {"input": quota_task("GPS", {"count": 3, "period": "WEEK"})}, token=token)
+    )["createTask"]
+    week = task["currentInstance"]["id"]
+
+    async def check_in() -> str:
+        try:
+            return str((await api.execute(CHECK_IN, {"id": week}, token=token))["checkIn"]["status"])
+        except GraphQLFailure as failure:
+            return failure.code
+
+    outcomes = await asyncio.gather(*(check_in() for _ in range(8)))
+    assert outcomes.count("ACCEPTED") == 3  # the rest find the week VERIFIED: CONFLICT
+    assert set(outcomes) <= {"ACCEPTED", "CONFLICT"}
+    instance = (await api.execute(INSTANCE, {"id": week}, token=token))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("VERIFIED", 3)
+    events = "query($t: ID) { events(taskId: $t) { type } }"
+    kinds = [e["type"] for e in (await api.execute(events, {"t": task["id"]}, token=token))["events"]]
+    assert kinds.count("VERIFIED") == 1 and kinds.count("PROOF_SUBMITTED") == 3
