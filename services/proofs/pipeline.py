@@ -244,6 +244,14 @@ async def settle_verified(
     return draft
 
 
+async def open_period(target: ProofTarget, arrival: datetime) -> TaskInstance | None:
+    """A quota goal's period as it is under the task's lock, if it is still open at `arrival`."""
+    instance = await TaskInstance.get(id=target.instance.id)
+    if instance.status is not InstanceStatus.PENDING:
+        return None
+    return instance if in_window(arrival, instance.opens_at, instance.closes_at) else None
+
+
 async def count_toward_quota(
     task: Task,
     target: ProofTarget,
@@ -254,10 +262,8 @@ async def count_toward_quota(
 ) -> Verification | None:
     """A quota goal's accepted proof: counted unless it comes within the minimum gap of the last one
     (then REJECTED WITHIN_MIN_GAP, the period still open)."""
-    instance = await TaskInstance.get(id=target.instance.id)  # as it is under the task's lock
-    if instance.status is not InstanceStatus.PENDING or not in_window(
-        arrival, instance.opens_at, instance.closes_at
-    ):
+    instance = await open_period(target, arrival)
+    if instance is None:
         return None  # the period closed while it was judged: record_outcome rejects it
     if not await far_enough_from_last(task, instance, arrival):
         return await record_rejected(task, draft, RejectionReason.WITHIN_MIN_GAP, arrival)

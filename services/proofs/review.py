@@ -49,7 +49,7 @@ from services.kit import (
 )
 from services.partners import Access, has_deciding_partner
 from services.proofs.media import MediaPolicy, MediaUpload, judge_photo
-from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, record_rejected
+from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, open_period, prove, record_rejected
 from services.schedules import DueTimes
 from services.tasks import DEFAULT_REVIEW_WINDOW_SECONDS, lock_with_due_change
 
@@ -132,11 +132,8 @@ async def _wait_in_period(
 ) -> Verification | None:
     """A quota goal's review waits inside the period, which stays PENDING and open to other proofs; at
     the period's end onTimeout decides it (services/chain/quota.py)."""
-    instance = await TaskInstance.get(id=target.instance.id)  # as it is under the task's lock
-    if (
-        instance.status is not InstanceStatus.PENDING
-        or not instance.opens_at <= arrival <= instance.closes_at
-    ):
+    instance = await open_period(target, arrival)
+    if instance is None:
         return None
     if not await far_enough_from_last(task, instance, arrival):
         return await record_rejected(task, draft, RejectionReason.WITHIN_MIN_GAP, arrival)
