@@ -49,21 +49,11 @@ def redis_for(settings: Settings) -> Iterator[str]:
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     """Apply the database migrations (PostgreSQL or the embedded SQLite file)."""
-    from tortoise import Tortoise
-    from tortoise.migrations.api import migrate
-
-    from models.config import tortoise_config
+    from models.migrating import apply_migrations
 
     # a migration may rightly run longer than any request's statement
     settings = get_settings().model_copy(update={"database_statement_timeout_seconds": 0})
-
-    async def run() -> None:
-        try:
-            await migrate(config=tortoise_config(settings))
-        finally:
-            await Tortoise.close_connections()
-
-    asyncio.run(run())
+    asyncio.run(apply_migrations(settings))
     print("migrations applied", file=sys.stderr)
     return 0
 

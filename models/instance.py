@@ -24,7 +24,7 @@ class TaskInstance(Model):
     settled_at = fields.DatetimeField(null=True)
     created_at = fields.DatetimeField(auto_now_add=True)
     # a quota goal's period: the accepted proofs counted so far (VERIFIED once the task's quota_count)
-    proofs_counted = fields.IntField(default=0)
+    proofs_counted = fields.IntField(default=0, db_default=0)  # rows planned by plain SQL too
 
     # The durable timer: when the chain next owes work on this row (NULL once nothing is owed).
     fire_at = fields.DatetimeField(null=True)

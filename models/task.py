@@ -32,11 +32,11 @@ class Task(Model):
     gps_max_accuracy_meters = fields.FloatField(null=True)
     # GPS avoid-a-place: stay out of the geofence for the whole window, proved by location samples no
     # further apart than gps_max_sample_gap_seconds (rules/avoid.py); settled by the row path
-    gps_avoid = fields.BooleanField(default=False)
+    gps_avoid = fields.BooleanField(default=False, db_default=False)
     gps_max_sample_gap_seconds = fields.IntField(null=True)
     video_min_duration_seconds = fields.FloatField(null=True)
     # PHOTO/VIDEO: a file without a capture time is REJECTED (NO_CAPTURE_TIME) rather than let through
-    require_capture_time = fields.BooleanField(default=False)
+    require_capture_time = fields.BooleanField(default=False, db_default=False)
     # INTEGRATION: {"activity_types": [...], "min_duration_seconds": x, "min_distance_meters": y}
     activity_rule: dict[str, object] | None = fields.JSONField(null=True)
     # INTEGRATION: the endpoint's path key and the HMAC secret its events are signed with (both replaced

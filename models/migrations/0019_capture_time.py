@@ -10,7 +10,11 @@ class Migration(migrations.Migration):
     initial = False
 
     operations = [
-        ops.AddField(model_name="Task", name="require_capture_time", field=fields.BooleanField(default=False)),
+        ops.AddField(
+            model_name="Task",
+            name="require_capture_time",
+            field=fields.BooleanField(default=False, db_default=False),  # a table with rows takes it too
+        ),
         ops.AddField(
             model_name="Verification",
             name="captured_at",

@@ -26,7 +26,11 @@ class Migration(migrations.Migration):
     initial = False
 
     operations = [
-        ops.AddField(model_name="Task", name="gps_avoid", field=fields.BooleanField(default=False)),
+        ops.AddField(
+            model_name="Task",
+            name="gps_avoid",
+            field=fields.BooleanField(default=False, db_default=False),  # a table with rows takes it too
+        ),
         ops.AddField(model_name="Task", name="gps_max_sample_gap_seconds", field=fields.IntField(null=True)),
         ops.AlterField(
             model_name="Verification",

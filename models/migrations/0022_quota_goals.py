@@ -35,7 +35,11 @@ class Migration(migrations.Migration):
         ),
         ops.AddField(model_name="Task", name="quota_week_start", field=fields.CharField(null=True, max_length=2)),
         ops.AddField(model_name="Task", name="quota_min_gap_seconds", field=fields.IntField(null=True)),
-        ops.AddField(model_name="TaskInstance", name="proofs_counted", field=fields.IntField(default=0)),
+        ops.AddField(
+            model_name="TaskInstance",
+            name="proofs_counted",
+            field=fields.IntField(default=0, db_default=0),  # a table with rows takes it too
+        ),
         ops.AlterField(
             model_name="Verification",
             name="reason",
