@@ -4,6 +4,7 @@ and take an installation with rows from an older schema to the latest."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import uuid
 from pathlib import Path
 
 import asyncpg
+from tortoise.fields import Field
+from tortoise.migrations import operations as ops
 
 from harness.proofloop import ROOT, _admin, child_env, pg_url
 
@@ -126,3 +129,15 @@ def test_an_installation_with_rows_upgrades_to_the_latest_schema_on_sqlite(tmp_p
     _upgrade({"PROOFLOOP_DATA_DIR": str(tmp_path), "PROOFLOOP_DATABASE_URL": ""})
     with sqlite3.connect(tmp_path / "proofloop.sqlite3") as db:
         assert db.execute(UPGRADED).fetchall() == [(0, 0, 0, 0)]
+
+
+def test_every_column_added_to_an_existing_table_is_nullable_or_has_a_database_default() -> None:
+    """So the table's rows are filled, and a previous release's processes keep inserting (docs/operations.md)."""
+    bare = []
+    for path in sorted((ROOT / "models" / "migrations").glob("0*.py")):
+        migration = importlib.import_module(f"models.migrations.{path.stem}").Migration
+        for op in migration.operations:
+            field = op.field if isinstance(op, ops.AddField) else None
+            if isinstance(field, Field) and not field.null and not field.has_db_default():
+                bare.append(f"{path.stem}: {op.model_name}.{op.name}")
+    assert bare == []
