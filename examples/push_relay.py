@@ -55,8 +55,14 @@ def notification(payload: dict[str, Any]) -> tuple[str, str]:
     task = payload.get("task", {}).get("title", "a task")
     user = payload.get("user", {}).get("displayName", "")
     title = TITLES.get(payload["type"], payload["type"]).format(task=task, user=user or "You")
-    due = payload.get("instance", {}).get("dueAt", "")
-    return title, f"due {due}" if due else ""
+    instance = payload.get("instance", {})
+    due = instance.get("dueAt", "")
+    body = f"due {due}" if due else ""
+    if "proofsRequired" in instance:  # a quota goal's period: how far it has come
+        body = f"{instance['proofsCounted']} of {instance['proofsRequired']} done" + (
+            f", {body}" if body else ""
+        )
+    return title, body
 
 
 class Relay:

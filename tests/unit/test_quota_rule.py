@@ -4,7 +4,9 @@ month ends), the minimum gap, the bounds a quota must keep, and the recurrence t
 from __future__ import annotations
 
 import json
+import runpy
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -137,3 +139,16 @@ def test_a_quota_goals_reminder_tells_how_far_its_period_has_come() -> None:
     assert (instance["proofsCounted"], instance["proofsRequired"]) == (2, 3)
     plain = FiredReminder("r", "u", "t", "Gym", "i", at, at, at)
     assert "proofsCounted" not in json.loads(_reminder_body(plain, at, "d"))["instance"]
+
+
+def test_the_example_push_gateway_tells_a_quota_goals_progress() -> None:
+    relay = runpy.run_path(str(Path(__file__).parents[2] / "examples" / "push_relay.py"))
+    due = {"dueAt": "2026-12-07T00:00:00Z"}
+    goal = {
+        "type": "DUE_SOON",
+        "task": {"title": "Gym"},
+        "instance": {**due, "proofsCounted": 2, "proofsRequired": 3},
+    }
+    assert relay["notification"](goal) == ("Gym is due soon", "2 of 3 done, due 2026-12-07T00:00:00Z")
+    fixed = {"type": "DUE_SOON", "task": {"title": "Gym"}, "instance": due}
+    assert relay["notification"](fixed) == ("Gym is due soon", "due 2026-12-07T00:00:00Z")
