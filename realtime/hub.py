@@ -384,7 +384,9 @@ class Hub:
         """Keep the connection's per-user channels in line with the watched users (and lingering ones)."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._channels_changed.wait(), timeout=self._linger_seconds / 2)
+                # also wakes to let lingering channels go (never spinning when the linger is 0)
+                timeout = max(self._linger_seconds / 2, self._catch_up_seconds)
+                await asyncio.wait_for(self._channels_changed.wait(), timeout=timeout)
             self._channels_changed.clear()
             channels = self._channels
             if channels is None:

@@ -8,17 +8,27 @@ working when the watched users change under an open subscription.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import urllib.request
 from collections.abc import Iterator
 
 import pytest
 import redis
+from websockets.asyncio.client import connect
+from websockets.typing import Subprotocol
 
 from harness.mailbox import Mailbox
 from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, row_key
 from realtime.notices import events_channel
-from tests.api.test_live import history, live_feed, make_partners, start_missing_task, wait_for_history
+from tests.api.test_live import (
+    history,
+    live_feed,
+    make_partners,
+    start_missing_task,
+    wait_for_history,
+    ws_url,
+)
 
 COUNTERS = ("proofloop_live_notices_total", "proofloop_live_event_rows_read_total")
 # short enough to see a released channel go, long enough to outlive a test's own reconnects
@@ -185,3 +195,49 @@ async def test_a_partnership_accepted_while_subscribed_starts_delivering(
         await api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": task_id}, token=owner_token)
     assert {event["user"]["id"] for event in received} == {owner["id"]}
     assert [event["id"] for event in received] == seen_by_partner[:2]
+
+
+async def test_opening_and_closing_subscriptions_in_a_loop_costs_redis_one_subscribe_per_user(
+    service_env: dict[str, str], mailbox: Mailbox
+) -> None:
+    """Subscribe churn as a denial of service: the channel linger (30 s by default) keeps each watched
+    user's channel, so 30 open/close cycles cost one SUBSCRIBE of two channels, and no UNSUBSCRIBE."""
+    with ServerProcess(service_env, port=free_port()) as server:
+        async with ApiClient(server.url, mailbox) as api:
+            owner_token, _ = await api.register()
+            churner_token, churner = await api.register()
+            await make_partners(api, owner_token, churner_token, churner["email"])
+        before = channel_changes(server)
+        async with connect(ws_url(server), subprotocols=[Subprotocol("graphql-transport-ws")]) as ws:
+            init = {"type": "connection_init", "payload": {"Authorization": f"Bearer {churner_token}"}}
+            await ws.send(json.dumps(init))
+            assert json.loads(await ws.recv())["type"] == "connection_ack"
+            for n in range(1, 31):
+                frame = {
+                    "id": str(n),
+                    "type": "subscribe",
+                    "payload": {"query": "subscription { verificationEvents { id } }"},
+                }
+                await ws.send(json.dumps(frame))
+                await asyncio.sleep(0.05)  # registered with the hub before it is closed
+                await ws.send(json.dumps({"id": str(n), "type": "complete"}))
+        await asyncio.sleep(0.5)
+        after = channel_changes(server)
+        assert await asyncio.to_thread(healthz_status, server) == 200
+    assert after["subscribe"] - before["subscribe"] == 2  # the churner's own channel and the owner's
+    assert after["unsubscribe"] - before["unsubscribe"] == 0
+
+
+def channel_changes(server: ServerProcess) -> dict[str, float]:
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as response:
+        lines = response.read().decode().splitlines()
+    changes = {"subscribe": 0.0, "unsubscribe": 0.0}
+    for command in changes:
+        prefix = f'proofloop_live_channel_changes_total{{command="{command}"}} '
+        changes[command] = sum(float(line.removeprefix(prefix)) for line in lines if line.startswith(prefix))
+    return changes
+
+
+def healthz_status(server: ServerProcess) -> int:
+    with urllib.request.urlopen(f"{server.url}/healthz", timeout=5) as response:
+        return int(response.status)
