@@ -87,10 +87,15 @@ def create_app(settings: Settings | None = None) -> Starlette:
         redis = open_redis(settings.resolved_redis_url, RedisTimeouts.of(settings))
         hub = Hub(
             settings.resolved_redis_url,
-            read_after=feeds.events_after,
+            read_between=feeds.events_between,
             watchers_of=access.watchers_of,
+            watched_by=access.watched_by,
             latest_position=feeds.latest_position,
             token_expiry=accounts.token_expiry,
+            notices=settings.live_notices,
+            linger_seconds=settings.live_channel_linger_seconds,
+            refresh_seconds=settings.live_watch_refresh_seconds,
+            read_batch=feeds.READ_BATCH,
         )
         await hub.start()
         passwords = PasswordHashing(settings.password_hash_threads, settings.password_hash_queue)

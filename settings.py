@@ -408,6 +408,31 @@ class Settings(BaseSettings):
         ),
     )
 
+    # == Live events
+    live_notices: Literal["per_user", "all"] = Field(
+        default="per_user",
+        description=(
+            "API: which event notices this process takes from Redis. `per_user`: it SUBSCRIBEs to the "
+            "channel of each user its open subscriptions watch and reads only their event rows; `all`: "
+            "every notice and every new row (the pre-sharding behaviour, kept for comparison)."
+        ),
+    )
+    live_channel_linger_seconds: float = Field(
+        default=30.0,
+        description=(
+            "API, `per_user`: a user's channel stays subscribed this long after the last subscription "
+            "watching them ends, so opening and closing subscriptions costs Redis at most one SUBSCRIBE "
+            "and one UNSUBSCRIBE per user in this time."
+        ),
+    )
+    live_watch_refresh_seconds: float = Field(
+        default=30.0,
+        description=(
+            "API, `per_user`: re-read from the table whom this process's viewers watch this often (and "
+            "after each Redis reconnect), in case a partnership's notice was lost."
+        ),
+    )
+
     # == Connections
     max_connections: int = Field(
         default=1000,

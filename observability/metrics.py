@@ -45,6 +45,29 @@ OPEN_SUBSCRIPTIONS = Gauge(
     "verificationEvents subscriptions open in this API.",
     multiprocess_mode="livesum",
 )
+LIVE_VIEWERS = Gauge(
+    "proofloop_live_viewers",
+    "Users with at least one open verificationEvents subscription in this API.",
+    multiprocess_mode="livesum",
+)
+LIVE_WATCHED_USERS = Gauge(
+    "proofloop_live_watched_users",
+    "Users whose events this API's open subscriptions watch (the viewers and whom they partner for).",
+    multiprocess_mode="livesum",
+)
+LIVE_NOTICES = Counter(
+    "proofloop_live_notices_total",
+    "Event notices this API received from Redis.",
+)
+LIVE_ROWS_READ = Counter(
+    "proofloop_live_event_rows_read_total",
+    "Event rows this API's live fan-out read from the table (catch-up reads and backfills).",
+)
+LIVE_CHANNEL_CHANGES = Counter(
+    "proofloop_live_channel_changes_total",
+    "Per-user event channels this API subscribed to or unsubscribed from, by command.",
+    ["command"],
+)
 GC_FROZEN_OBJECTS = Gauge(
     "proofloop_gc_frozen_objects",
     "Objects the API froze out of the collector's full passes (start-up, then settled subscriptions).",

@@ -134,7 +134,7 @@ class EventSubscriptions:
             str(session.user.id), session.token_id, user_id=narrowed_to, task_id=scope.task_id
         )
         # registered before reading the table, so whatever commits from now on is queued for us
-        if not hub.add(subscriber, max_per_viewer=limit):
+        if not hub.add(subscriber, watches=scope.access.user_ids, max_per_viewer=limit):
             raise RateLimited(hub.subscription_refusal(subscriber.viewer_id, limit) or "subscription quota")
         try:
             if last_sent is None:

@@ -109,10 +109,15 @@ async def scope_events_after(scope: FeedScope, position: int, limit: int = READ_
     return await _with_related(_scoped(scope).filter(position__gt=position).order_by("position").limit(limit))
 
 
-async def events_after(position: int, limit: int = READ_BATCH) -> list[Event]:
-    """Every user's events after `position`, oldest first: what one listener per process fans out."""
-    query = Event.filter(position__gt=position).order_by("position").limit(limit)
-    return await _with_related(query)
+async def events_between(
+    after: int, upto: int, user_ids: Collection[str] | None, limit: int = READ_BATCH
+) -> list[Event]:
+    """The events of `user_ids` (None: every user's) with `after < position <= upto`, oldest first: what
+    one listener per process fans out. The (user_id, position) index serves the narrowed read."""
+    query = Event.filter(position__gt=after, position__lte=upto)
+    if user_ids is not None:
+        query = query.filter(user_id__in=sorted(user_ids))
+    return await _with_related(query.order_by("position").limit(limit))
 
 
 async def latest_position() -> int:

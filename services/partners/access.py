@@ -138,6 +138,12 @@ async def access_for(viewer_id: str) -> Access:
     return (await access_of([viewer_id]))[viewer_id]
 
 
+async def watched_by(viewer_ids: Collection[str]) -> dict[str, frozenset[str]]:
+    """For each viewer, the users they actively partner for right now (whose channels the live tier
+    subscribes to for them)."""
+    return {viewer: access.partnered_user_ids for viewer, access in (await access_of(viewer_ids)).items()}
+
+
 async def watchers_of(user_ids: Collection[str]) -> dict[str, set[str]]:
     """For each user, the partners actively watching them right now (the truth fan-out checks against)."""
     watchers: dict[str, set[str]] = defaultdict(set)

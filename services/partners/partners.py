@@ -94,6 +94,10 @@ async def respond_to_invite(
         )
     if not answered:
         raise Conflict("this invite was already answered or withdrawn")
+    if accept:  # the partner's open subscriptions start carrying the user's events
+        await notices.publish_control(
+            "partnership_accepted", user_id=str(row.user_id), partner_id=str(viewer.id)
+        )
     await row.refresh_from_db()
     return row
 
