@@ -119,6 +119,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
         heap: AbstractAsyncContextManager[None] = nullcontext()
         if settings.gc_freeze:
             freeze_start_up()  # full collections skip start-up's objects from now on
+        if settings.gc_freeze and settings.gc_freeze_after_subscriptions > 0:
             heap = frozen_subscriptions(
                 lambda: hub.registered_total, settings.gc_freeze_after_subscriptions, settings.gc_thaw_seconds
             )
