@@ -18,6 +18,7 @@ from strawberry.subscriptions import (
 )
 
 from actors.broker import configure_broker
+from observability.gc_pauses import timed_collections
 from observability.statements import StatementCount, count_statements
 from policies import api_policies, blob_store
 from realtime.hub import Hub
@@ -124,12 +125,14 @@ def create_app(settings: Settings | None = None) -> Starlette:
         heap: AbstractAsyncContextManager[None] = nullcontext()
         if settings.gc_freeze:
             freeze_start_up()  # full collections skip start-up's objects from now on
+        if settings.gc_freeze and settings.gc_freeze_after_subscriptions > 0:
             heap = frozen_subscriptions(
                 lambda: hub.registered_total, settings.gc_freeze_after_subscriptions, settings.gc_thaw_seconds
             )
         try:
-            async with heap:
-                yield {"resources": resources}
+            with timed_collections():  # after start-up's collection: what the loop meets while serving
+                async with heap:
+                    yield {"resources": resources}
         finally:
             probe.cancel()
             if sweep is not None:

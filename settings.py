@@ -432,6 +432,14 @@ class Settings(BaseSettings):
             "after each Redis reconnect), in case a partnership's notice was lost."
         ),
     )
+    subscription_path: Literal["lean", "extensions"] = Field(
+        default="lean",
+        description=(
+            "API: `lean` runs a live subscription's events without Strawberry's per-operation extension "
+            "hooks held open (schema/live_subscriptions.py); `extensions` is Strawberry's own path, kept to "
+            "measure against (`bench.live_fanout`)."
+        ),
+    )
 
     # == Connections
     max_connections: int = Field(
@@ -595,16 +603,18 @@ class Settings(BaseSettings):
         ),
     )
     gc_freeze_after_subscriptions: int = Field(
-        default=500,
+        default=0,
         description=(
-            "API, with `gc_freeze`: freeze again once this many new subscriptions have settled (their "
-            "state lives as long as they do; gauge `proofloop_gc_frozen_objects`)."
+            "API, with `gc_freeze`: freeze again once this many new subscriptions have settled, and thaw "
+            "every `gc_thaw_seconds` (0: never; the `extensions` subscription path needed it, gauge "
+            "`proofloop_gc_frozen_objects`)."
         ),
     )
     gc_thaw_seconds: float = Field(
         default=600.0,
         description=(
-            "API: unfreeze and collect fully this often, freeing ended subscriptions' reference cycles."
+            "API, with `gc_freeze_after_subscriptions`: unfreeze and collect fully this often, freeing "
+            "ended subscriptions' reference cycles."
         ),
     )
 

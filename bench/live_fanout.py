@@ -1,14 +1,19 @@
-"""Live fan-out headroom: 10,000 subscriptions on ONE API process, with gc.freeze and without it.
+"""Live fan-out headroom: 10,000 subscriptions on ONE API process, the lean path beside the previous one.
 
 Run: .venv/bin/python -m bench.live_fanout [--connections 100] [--per-connection 100] [--producers 10]
-     [--events 60] [--interval 0.25] [--env PROOFLOOP_SOME_CAP=100000 ...]
+     [--events 60 | --minutes M] [--interval 0.25] [--rounds 1] [--env PROOFLOOP_SOME_CAP=100000 ...]
 
 Everything is private to the run: a PostgreSQL database, a redis-server on a free port, a worker. The
-same seeded users are measured twice, each against a fresh API process: as configured (gc.freeze after
-start-up), then the baseline with PROOFLOOP_GC_FREEZE=false. Each connection is one viewer (an active
-partner of one producer) holding `--per-connection` subscriptions; each event reaches every subscription
-of the viewers partnering for its producer. The per-user subscription cap is raised to `--per-connection`
-(a viewer here is one socket of that many subscriptions); `--env` passes other settings to the API.
+same seeded users are measured against a fresh API process per configuration: the defaults (the lean
+subscription path, start-up's objects frozen once), then the code as it was before it
+(PROOFLOOP_SUBSCRIPTION_PATH=extensions, and the heap frozen after each settled burst of subscriptions
+and thawed with one full collection every PROOFLOOP_GC_THAW_SECONDS, here 120 s so that a run of a few
+minutes holds thaws). Each connection is one viewer (an active partner of one producer) holding
+`--per-connection` subscriptions; each event reaches every subscription of the viewers partnering for
+its producer. The per-user subscription cap is raised to `--per-connection` (a viewer here is one
+socket of that many subscriptions); `--env` passes other settings to the API. `--minutes` (or
+BENCH_LIVE_MINUTES) runs the events phase for that long instead of `--events` events. Collector pauses
+come from the API's own `gc.callbacks` probe (`proofloop_gc_pause_seconds`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import math
+import os
 import resource
 import time
 import urllib.request
@@ -31,6 +37,14 @@ from bench.live_env import EVENT_IDS, live_env
 from bench.live_latency import SUBSCRIPTION, Receipts, orm, percentile, produce, seed
 from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 from models import Task, TaskInstance
+
+# the code before the lean path: Strawberry's per-operation machinery for each subscription's life, the
+# heap frozen after each settled burst (its default then: 500) and thawed with a full collection
+BEFORE = {
+    "PROOFLOOP_SUBSCRIPTION_PATH": "extensions",
+    "PROOFLOOP_GC_FREEZE_AFTER_SUBSCRIPTIONS": "500",
+    "PROOFLOOP_GC_THAW_SECONDS": "120",
+}
 
 
 async def subscribe_many(url: str, token: str, count: int) -> ClientConnection:
@@ -59,15 +73,36 @@ async def receive(ws: ClientConnection, receipts: Receipts, errors: list[str]) -
                 errors.append(str(message.get("payload")))
 
 
-async def open_subscriptions(url: str) -> int:
-    def read() -> int:
-        with urllib.request.urlopen(f"{url}/metrics", timeout=5) as response:
-            for line in response.read().decode().splitlines():
-                if line.startswith("proofloop_open_subscriptions"):
-                    return int(float(line.split()[-1]))
-        return 0
+async def scrape(url: str) -> dict[str, float]:
+    """The API's /metrics as {sample with labels: value}."""
+
+    def read() -> dict[str, float]:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=30) as response:
+            lines = response.read().decode().splitlines()
+        return {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in lines
+            if not line.startswith("#")
+        }
 
     return await asyncio.to_thread(read)
+
+
+async def open_subscriptions(url: str) -> int:
+    return int((await scrape(url)).get("proofloop_open_subscriptions", 0))
+
+
+def full_pauses(metrics: dict[str, float]) -> tuple[float, float]:
+    """(full collections so far, of which longer than 50 ms), from the probe's histogram."""
+    count = metrics.get('proofloop_gc_pause_seconds_count{generation="2"}', 0)
+    within = metrics.get('proofloop_gc_pause_seconds_bucket{generation="2",le="0.05"}', 0)
+    return count, count - within
+
+
+def longest_pause_ms(metrics: dict[str, float]) -> float:
+    return 1000 * max(
+        (v for k, v in metrics.items() if k.startswith("proofloop_gc_longest_pause_seconds")), default=0.0
+    )
 
 
 async def until_registered(url: str, subscriptions: int, timeout: float = 120) -> int:
@@ -102,12 +137,16 @@ async def measure(
     opened = await until_registered(api_proc.url, subscriptions)
     await asyncio.sleep(2)  # the process settles after the subscribe burst
     rss_after = process.memory_info().rss
+    subscribed = await scrape(api_proc.url)
     committed: dict[int, float] = {}
-    for k in range(args.events):
+    events = args.events if args.minutes is None else int(args.minutes * 60 / args.interval)
+    began = time.monotonic()
+    for k in range(events):
         position, at = await produce(*sources[k % len(sources)])
         committed[position] = at
         await asyncio.sleep(args.interval)
-    expected = args.events * subscriptions // args.producers
+    events_seconds = time.monotonic() - began
+    expected = events * subscriptions // args.producers
     receipts.expected = expected
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(receipts.complete.wait(), timeout=60)
@@ -123,6 +162,9 @@ async def measure(
         + ", ".join(f"{ms:.0f} ms #{k}" for ms, k in worst)
     )
     rss_end = process.memory_info().rss
+    ended = await scrape(api_proc.url)
+    fulls_before, long_before = full_pauses(subscribed)
+    fulls, long_ones = full_pauses(ended)
     for ws in sockets:
         await ws.close()
     for reader in readers:
@@ -133,6 +175,11 @@ async def measure(
         f" {opened} registered by the API"
     )
     print(f"[{label}] delivered: {len(latencies)} of {expected}" + (f"; errors: {errors}" if errors else ""))
+    print(
+        f"[{label}] collector: longest pause {longest_pause_ms(subscribed):.0f} ms while subscribing,"
+        f" {longest_pause_ms(ended):.0f} ms over the whole run; during the {events_seconds / 60:.1f} min"
+        f" of events: {fulls - fulls_before:.0f} full collections, {long_ones - long_before:.0f} over 50 ms"
+    )
     print(
         f"[{label}] commit -> receipt: p50 {percentile(latencies, 50):.1f} ms,"
         f" p99 {percentile(latencies, 99):.1f} ms, max {max(latencies, default=math.nan):.1f} ms"
@@ -146,6 +193,9 @@ async def measure(
         "p99": percentile(latencies, 99),
         "kib": per_sub,
         "delivered": len(latencies) / max(1, expected),
+        "longest": longest_pause_ms(ended),
+        "over_50": long_ones - long_before,
+        "minutes": events_seconds / 60,
     }
 
 
@@ -156,6 +206,13 @@ def main() -> None:
     parser.add_argument("--producers", type=int, default=10)
     parser.add_argument("--events", type=int, default=60)
     parser.add_argument("--interval", type=float, default=0.25, help="seconds between events")
+    minutes = os.environ.get("BENCH_LIVE_MINUTES")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=float(minutes) if minutes else None,
+        help="run the events phase this long (default: BENCH_LIVE_MINUTES, else --events events)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="each round measures both, order alternating")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the API process")
     args = parser.parse_args()
@@ -172,7 +229,7 @@ def main() -> None:
             async with orm(env["PROOFLOOP_DATABASE_URL"], env["PROOFLOOP_REDIS_URL"]):
                 with ServerProcess(env, port=free_port()) as seeder:
                     sources, tokens = await seed(ApiClient(seeder.url), args.producers, args.connections)
-                configs = [("gc.freeze", {}), ("baseline, no gc.freeze", {"PROOFLOOP_GC_FREEZE": "false"})]
+                configs = [("lean path (defaults)", {}), ("before: extensions path, freeze/thaw", BEFORE)]
                 for round_no in range(1, args.rounds + 1):
                     # alternate the order per round: a shared machine's load drifts during a run
                     for name, extra in configs if round_no % 2 else configs[::-1]:
@@ -184,10 +241,13 @@ def main() -> None:
                                 log = "\n".join(api_proc.log().splitlines()[-20:])
                                 print(f"[{label}] API log, last lines:\n{log}")
                                 raise
-            print("\n| run | p50 | p99 | KiB per subscription | delivered |")
+            print(
+                "\n| run | p50 | p99 | KiB per subscription | delivered | longest GC pause | full GCs > 50 ms |"
+            )
             for label, r in results.items():
                 print(
-                    f"| {label} | {r['p50']:.0f} ms | {r['p99']:.0f} ms | {r['kib']:.1f} | {r['delivered']:.0%} |"
+                    f"| {label} | {r['p50']:.0f} ms | {r['p99']:.0f} ms | {r['kib']:.1f} | {r['delivered']:.0%}"
+                    f" | {r['longest']:.0f} ms | {r['over_50']:.0f} in {r['minutes']:.1f} min |"
                 )
 
         with WorkerProcess(env, threads=2):

@@ -30,7 +30,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from bench.live_env import EVENT_IDS, api_redis_connections, live_env
-from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, row_key
 from models import AuthToken, Event, EventType, Partnership, PartnershipStatus, Task, TaskInstance, User
 from realtime.redis_client import close_redis, open_redis
 from runtime import close_database, open_database
@@ -63,7 +63,10 @@ async def seed(
         }
         task = (await api.execute(CREATE_TASK, {"input": task_input}, token=token))["createTask"]
         sources.append(
-            (await Task.get(id=task["id"]), await TaskInstance.get(id=task["currentInstance"]["id"]))
+            (
+                await Task.get(id=row_key(task["id"])),
+                await TaskInstance.get(id=row_key(task["currentInstance"]["id"])),
+            )
         )
     users = [
         User(id=uuid.uuid4(), email=f"watcher{i}-{uuid.uuid4().hex[:6]}@example.com", display_name=f"W{i}",

@@ -73,6 +73,18 @@ GC_FROZEN_OBJECTS = Gauge(
     "Objects the API froze out of the collector's full passes (start-up, then settled subscriptions).",
     multiprocess_mode="livesum",
 )
+GC_PAUSES = Histogram(
+    "proofloop_gc_pause_seconds",
+    "How long each cyclic garbage collection stopped the process, by generation (2: a full one).",
+    ["generation"],
+    buckets=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),
+)
+GC_LONGEST_PAUSE = Gauge(
+    "proofloop_gc_longest_pause_seconds",
+    "The longest cyclic garbage collection since the process started, by generation.",
+    ["generation"],
+    multiprocess_mode="max",
+)
 EVENTS_PUBLISHED = Counter(
     "proofloop_events_published_total",
     "Events given their position and announced to the live listeners.",

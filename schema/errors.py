@@ -178,14 +178,18 @@ def log_error(error: GraphQLError, operation_name: str | None) -> None:
         log.info("client error %s %s", code, where)
 
 
+def coded_errors(errors: list[GraphQLError]) -> list[GraphQLError]:
+    return [coded_error(error) for error in errors]
+
+
 class ErrorCodes(MaskErrors):
     """Every error leaves with a contract code; unexpected ones leave with nothing else."""
 
     def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
-        return [coded_error(error) for error in errors]
+        return coded_errors(errors)
 
 
-class ProofloopSchema(strawberry.Schema):
+class LoggedErrorsSchema(strawberry.Schema):
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:

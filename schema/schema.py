@@ -17,9 +17,10 @@ from resolvers.reviews import ReviewMutations, ReviewQueries
 from resolvers.tasks import BreakMutations, TaskMutations, TaskQueries
 from resolvers.webhooks import WebhookMutations, WebhookQueries
 from schema.document_shape import DocumentShapeLimits
-from schema.errors import ErrorCodes, ProofloopSchema
+from schema.errors import ErrorCodes
 from schema.execution import ProofloopExecutionContext
 from schema.input_guards import ArgumentGuards
+from schema.live_subscriptions import ProofloopSchema
 from schema.media_uploads import OneMediaUploadPerDocument
 from schema.metrics_extension import OperationMetrics
 from schema.parse_cache import SharedParses

@@ -1,8 +1,11 @@
-"""Keep long-lived subscription state out of the garbage collector's full passes.
+"""Keep long-lived subscription state out of the garbage collector's full passes (off by default).
 
-A live subscription holds ~190 objects the collector tracks for as long as it lives (Strawberry's
-per-operation extensions and their suspended hooks, the operation's generators and executor). With
-10,000 subscriptions on one API process a full collection walks ~1.9M objects and stops the event loop
+Start-up's objects are frozen once (`freeze_start_up`, on with PROOFLOOP_GC_FREEZE). The freeze and
+thaw of subscriptions below is off unless PROOFLOOP_GC_FREEZE_AFTER_SUBSCRIPTIONS > 0: it was needed
+while a subscription ran inside Strawberry's per-operation machinery for its whole life (~125 objects
+the collector tracks each, PROOFLOOP_SUBSCRIPTION_PATH=extensions); the lean path
+(schema/live_subscriptions.py) keeps about half of that, see docs/performance.md. With 10,000 such
+subscriptions on one API process a full collection walked ~1.9M objects and stopped the event loop
 for 0.5-0.9 s (measured with bench/live_fanout.py), which every live delivery then waits behind.
 
 So, once a burst of new subscriptions has settled, the heap is frozen (`gc.freeze`: every object moves to
