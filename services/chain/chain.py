@@ -123,7 +123,7 @@ async def count_proof(
     rows = TaskInstance.filter(id=instance.id, status=InstanceStatus.PENDING, closes_at__gte=at)
     if not await rows.update(proofs_counted=F("proofs_counted") + 1):
         return False
-    await instance.refresh_from_db(fields=["proofs_counted"])
+    instance.proofs_counted += 1  # the caller read it under the task's lock, which every count takes
     if instance.proofs_counted < (task.quota_count or 1):
         for event in counted:
             await record_event(event, task, instance, at, verification)
@@ -317,7 +317,7 @@ async def _settle_pending(
     if is_avoid(task):
         return await _settle_avoidance(task, instance, now, link_no, timing, due)
     if has_reviews_in_period(task) and instance.fire_at is not None and instance.fire_at <= now:
-        await settle_reviews_at_period_end(task, instance, now)
+        await settle_reviews_at_period_end(instance, now, approve=await timeout_approves(task, now))
         if quota_met(task, instance):  # the reviews that waited made up the count
             events = (EventType.VERIFIED,)
             await settle_instance(task, instance, InstanceStatus.VERIFIED, now, events=events)
@@ -354,6 +354,15 @@ async def _settle_avoidance(
     return FireOutcome.VERIFIED if outcome is InstanceStatus.VERIFIED else FireOutcome.REJECTED
 
 
+async def timeout_approves(task: Task, now: datetime) -> bool:
+    """Whether the task's onTimeout approves a review at its deadline: APPROVE, and only while a partner
+    able to decide vouches for it (a review nobody could decide never approves by default)."""
+    return (
+        task.review_on_timeout == ReviewTimeoutPolicy.APPROVE
+        and await Partnership.filter(vouching(now), user_id=task.owner_id).exists()
+    )
+
+
 def decided_status(review: Verification | None, approve: bool) -> InstanceStatus:
     """A review's decision for its instance: an appeal denied returns it to the status it had."""
     if approve:
@@ -370,11 +379,7 @@ def decided_event(review: Verification | None, approve: bool) -> EventType:
 async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link_no: int) -> FireOutcome:
     """At the review deadline the task's onTimeout policy decides the pending review; APPROVE counts only
     while a partner able to decide vouches for it, else the review is REJECTED (REVIEW_TIMED_OUT)."""
-    approve = (
-        task.review_on_timeout == ReviewTimeoutPolicy.APPROVE
-        and task.deleted_at is None
-        and await Partnership.filter(vouching(now), user_id=task.owner_id).exists()
-    )
+    approve = task.deleted_at is None and await timeout_approves(task, now)
     verification = await Verification.filter(
         instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW
     ).first()

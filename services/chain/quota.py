@@ -15,9 +15,7 @@ from datetime import datetime
 from tortoise.expressions import F
 
 from models import (
-    Partnership,
     RejectionReason,
-    ReviewTimeoutPolicy,
     Task,
     TaskInstance,
     Verification,
@@ -25,7 +23,6 @@ from models import (
     VerificationStatus,
 )
 from rules.quota import counts_after_gap
-from services.partners import vouching
 
 
 def is_quota(task: Task) -> bool:
@@ -53,16 +50,12 @@ async def far_enough_from_last(task: Task, instance: TaskInstance, at: datetime)
     return counts_after_gap(last.submitted_at if last else None, at, gap)
 
 
-async def settle_reviews_at_period_end(task: Task, instance: TaskInstance, now: datetime) -> None:
-    """A PARTNER goal's period ended: its open reviews are decided by the task's onTimeout (APPROVE only
-    while a partner able to decide vouches), and each approval counts."""
+async def settle_reviews_at_period_end(instance: TaskInstance, now: datetime, *, approve: bool) -> None:
+    """A PARTNER goal's period ended: its open reviews are decided by the task's onTimeout (`approve`:
+    chain.timeout_approves), and each approval counts."""
     waiting = await Verification.filter(instance_id=instance.id, status=VerificationStatus.PENDING_REVIEW)
     if not waiting:
         return
-    approve = (
-        task.review_on_timeout == ReviewTimeoutPolicy.APPROVE
-        and await Partnership.filter(vouching(now), user_id=task.owner_id).exists()
-    )
     await Verification.filter(id__in=[v.id for v in waiting]).update(
         status=VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
         reason=None if approve else RejectionReason.REVIEW_TIMED_OUT,
@@ -70,7 +63,7 @@ async def settle_reviews_at_period_end(task: Task, instance: TaskInstance, now: 
     )
     if approve:
         await TaskInstance.filter(id=instance.id).update(proofs_counted=F("proofs_counted") + len(waiting))
-        await instance.refresh_from_db(fields=["proofs_counted"])
+        instance.proofs_counted += len(waiting)
 
 
 def quota_met(task: Task, instance: TaskInstance) -> bool:
