@@ -17,6 +17,15 @@ EXIF_IFD = 0x8769
 GPS_IFD = 0x8825
 
 
+def _encoder(out: av.container.OutputContainer, codec: str, rate: Fraction | int | None) -> av.VideoStream:
+    """A video encoder on one thread: encoders split work by core count, so threads would make the same
+    clip's bytes, and the hashes tests compare, differ from one machine to the next."""
+    stream = out.add_stream(codec, rate=rate)
+    assert isinstance(stream, av.VideoStream)
+    stream.codec_context.thread_count = 1
+    return stream
+
+
 def photo_image(seed: int, size: tuple[int, int] = (640, 480)) -> Image.Image:
     """A distinct, photo-like scene: a gradient sky, blurred shapes, then sensor-ish noise."""
     rng = random.Random(seed)
@@ -187,7 +196,7 @@ def clip(
             out.metadata[key] = value
         if creation_time is not None:
             out.metadata["creation_time"] = creation_time
-        stream = out.add_stream("libx264", rate=fps)
+        stream = _encoder(out, "libx264", fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         if bit_rate is not None:
             stream.bit_rate = bit_rate
@@ -209,7 +218,7 @@ def reencoded(data: bytes, *, bit_rate: int, size: tuple[int, int] | None = None
     out_buf = io.BytesIO()
     with av.open(io.BytesIO(data), "r") as source, av.open(out_buf, "w", format="mp4") as out:
         video = source.streams.video[0]
-        stream = out.add_stream("libx264", rate=video.average_rate)
+        stream = _encoder(out, "libx264", video.average_rate)
         stream.width, stream.height = size or (video.width, video.height)
         stream.pix_fmt, stream.bit_rate = "yuv420p", bit_rate
         for frame in source.decode(video):
@@ -296,7 +305,7 @@ def vp8_webm(seconds: float, *, seed: int = 1, fps: int = 10, size: tuple[int, i
     frames = round(seconds * fps)
     out_buf = io.BytesIO()
     with av.open(out_buf, "w", format="webm") as out:
-        stream = out.add_stream("libvpx", rate=fps)
+        stream = _encoder(out, "libvpx", fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         for index in range(frames):
             left = (2 * width * index) // max(1, frames - 1)
@@ -333,8 +342,7 @@ def encoded_clip(codec: str, frames: int = 10, size: tuple[int, int] = (64, 64),
     width, height = size
     out_buf = io.BytesIO()
     with av.open(out_buf, "w", format="mp4") as out:
-        stream = out.add_stream(codec, rate=fps)
-        assert isinstance(stream, av.VideoStream)
+        stream = _encoder(out, codec, fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         rng = np.random.default_rng(frames)
         for index in range(frames):
@@ -352,7 +360,7 @@ def large_frame_clip(size: tuple[int, int], frames: int = 4, fps: int = 2) -> by
     ramp = np.add.outer(np.arange(height) // 16, np.arange(width) // 16).astype(np.uint8)
     out_buf = io.BytesIO()
     with av.open(out_buf, "w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=fps)
+        stream = _encoder(out, "libx264", fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.options = {"preset": "ultrafast"}
         for index in range(frames):
