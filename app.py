@@ -20,7 +20,7 @@ from strawberry.subscriptions import (
 from actors.broker import configure_broker
 from observability.gc_pauses import timed_collections
 from observability.statements import StatementCount, count_statements
-from policies import api_policies, blob_store
+from policies import api_policies, archive_store, blob_store
 from realtime.hub import Hub
 from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
@@ -114,6 +114,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             documents=ValidDocuments(settings.document_cache_bytes),
             name_lookups=NameLookups(),
             media_store=media_store,
+            archives=archive_store(settings),
             policies=api_policies(
                 settings, passwords=passwords, decode_gate=decode_gate, media_store=media_store
             ),
@@ -153,7 +154,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/metrics", metrics),
             graphiql_assets(),
             Route("/media/{verification_id}", media_endpoint(settings)),
-            Route("/exports/{export_id}", exports_endpoint(settings)),
+            Route("/exports/{export_id}", exports_endpoint()),
             Route("/integrations/{key}/events", integrations_endpoint(settings), methods=["POST"]),
         ],
         middleware=[

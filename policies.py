@@ -18,7 +18,7 @@ from services.proofs import DecodeGate, IntegrationPolicy, MediaPolicy
 from services.timers import PumpSettings
 from services.webhooks import DeliveryLimits, DeliveryTiming
 from settings import Settings
-from storage import BlobStore, open_blob_store
+from storage import ArchiveStore, BlobStore, open_archive_store, open_blob_store
 
 # A mail-request window is an hour: PROOFLOOP_MAIL_REQUESTS_PER_HOUR says how many fit in one.
 _MAIL_WINDOW_SECONDS = 3600
@@ -76,6 +76,16 @@ def blob_store(settings: Settings) -> BlobStore:
     return open_blob_store(
         settings.media_store_url,
         settings.media_dir,
+        timeout=settings.media_store_timeout_seconds,
+        on_answer=outage("media store").answered,
+    )
+
+
+def archive_store(settings: Settings) -> ArchiveStore:
+    """Where data exports are kept: the media store's bucket when it is S3, else the data dir."""
+    return open_archive_store(
+        settings.media_store_url,
+        settings.exports_dir,
         timeout=settings.media_store_timeout_seconds,
         on_answer=outage("media store").answered,
     )
@@ -167,9 +177,10 @@ class WorkerPolicies:
     event_ids: EventIds  # the public event ids webhook payloads carry
     exports: ExportRules
     media_store: BlobStore  # what exports read and account deletion removes
+    archives: ArchiveStore  # where exports are kept and swept
 
 
-def worker_policies(settings: Settings, media_store: BlobStore) -> WorkerPolicies:
+def worker_policies(settings: Settings, media_store: BlobStore, archives: ArchiveStore) -> WorkerPolicies:
     return WorkerPolicies(
         chain=chain_timing(settings),
         pump=pump_settings(settings),
@@ -178,4 +189,5 @@ def worker_policies(settings: Settings, media_store: BlobStore) -> WorkerPolicie
         event_ids=event_ids(settings.resolved_secret_key),
         exports=export_rules(settings),
         media_store=media_store,
+        archives=archives,
     )

@@ -7,7 +7,6 @@ import dramatiq
 from actors.worker_policies import worker_policies
 from services.exports import BUILD_ACTOR, build_export
 from services.kit import MAIL_QUEUE
-from settings import get_settings
 
 # a build that fails (the database away, a full disk) is tried again: 10 s, 20 s, … capped at 10 minutes
 MAX_RETRIES = 20
@@ -24,4 +23,4 @@ MAX_BACKOFF_MS = 600_000
 )
 async def build(export_id: str) -> None:
     policies = worker_policies()
-    await build_export(export_id, policies.exports, get_settings().exports_dir, policies.media_store)
+    await build_export(export_id, policies.exports, policies.media_store, policies.archives)

@@ -17,7 +17,7 @@ from services.deletion import delete_due_accounts
 from services.exports import sweep_exports
 from services.mail import resend_stranded_mail
 from settings import Settings
-from storage import BlobStore
+from storage import ArchiveStore, BlobStore
 
 log = logging.getLogger("proofloop.mail")
 
@@ -25,10 +25,10 @@ log = logging.getLogger("proofloop.mail")
 class MailSweep(Middleware):
     """Runs on the worker's event loop, after the database is open (added after WorkerDatabase)."""
 
-    def __init__(self, settings: Settings, media: BlobStore) -> None:
+    def __init__(self, settings: Settings, media: BlobStore, archives: ArchiveStore) -> None:
         self.interval = settings.mail_sweep_seconds
-        self.exports_dir = settings.exports_dir
         self.media = media
+        self.archives = archives
         self.sweeping: concurrent.futures.Future[None] | None = None
 
     def after_worker_boot(self, broker: Any, worker: Any) -> None:
@@ -41,10 +41,10 @@ class MailSweep(Middleware):
             try:
                 if resent := await resend_stranded_mail():
                     log.info("resent %d mail messages that never left", resent)
-                rebuilt, removed = await sweep_exports(self.exports_dir)
+                rebuilt, removed = await sweep_exports(self.archives)
                 if rebuilt or removed:
                     log.info("exports: %d builds sent again, %d expired archives removed", rebuilt, removed)
-                await delete_due_accounts(self.media, self.exports_dir)
+                await delete_due_accounts(self.media, self.archives)
             except Exception as exc:
                 report_failure(log, "mail sweep", exc, "mail sweep failed; retrying on the next one")
             await asyncio.sleep(self.interval)

@@ -17,7 +17,7 @@ from actors.pump_loop import PumpLoop
 from actors.watchdog import ConsumerWatchdog
 from actors.webhook_sending import WebhookSending
 from actors.worker_policies import PolicyHolder
-from policies import blob_store, worker_policies
+from policies import archive_store, blob_store, worker_policies
 from realtime.redis_options import RedisTimeouts
 from runtime import configure_logging, die_with_parent, pass_first_signal_only
 from settings import get_settings
@@ -27,7 +27,8 @@ die_with_parent(signal.SIGKILL)
 pass_first_signal_only()  # a stop asked more than once still stops gracefully
 settings = get_settings()
 configure_logging(settings)
-policies = worker_policies(settings, blob_store(settings))  # the settings turned into policies, once
+# the settings turned into policies, once
+policies = worker_policies(settings, blob_store(settings), archive_store(settings))
 broker = configure_broker(
     settings.resolved_redis_url,
     [
@@ -38,7 +39,7 @@ broker = configure_broker(
         WorkerNotices(settings),
         WebhookSending(policies),  # its attempts stop before the database closes
         PumpLoop(settings, policies),
-        MailSweep(settings, policies.media_store),
+        MailSweep(settings, policies.media_store, policies.archives),
         ConsumerWatchdog(settings.ready_timeout_seconds),
     ],
     RedisTimeouts.of(settings),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from storage.blobs import BlobBody, Leftover, Stored, blob_key, digest_in, digest_of
 
-__all__ = ["FileBlobStore"]
+__all__ = ["FileBlobStore", "file_body"]
 
 CHUNK_BYTES = 64 * 1024
 
@@ -54,12 +54,7 @@ class FileBlobStore:
         return await asyncio.to_thread(self.path(digest).read_bytes)
 
     async def open(self, digest: str) -> BlobBody | None:
-        path = self.path(digest)
-        try:
-            size = (await asyncio.to_thread(path.stat)).st_size
-        except FileNotFoundError:
-            return None
-        return BlobBody(size, _chunks(path), path)
+        return await file_body(self.path(digest))
 
     async def remove(self, digest: str) -> None:
         await asyncio.to_thread(self.path(digest).unlink, missing_ok=True)
@@ -87,6 +82,15 @@ class FileBlobStore:
         if len(parts) != 3 or any(part in ("", ".", "..") for part in parts):  # what older_than lists
             raise ValueError(f"{name!r} is not an object of this store")
         await asyncio.to_thread((self.root / name).unlink, missing_ok=True)
+
+
+async def file_body(path: Path) -> BlobBody | None:
+    """The file ready to be served (its size, its chunks, its path); None when there is none."""
+    try:
+        size = (await asyncio.to_thread(path.stat)).st_size
+    except FileNotFoundError:
+        return None
+    return BlobBody(size, _chunks(path), path)
 
 
 async def _chunks(path: Path) -> AsyncIterator[bytes]:

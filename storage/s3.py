@@ -22,7 +22,7 @@ from storage.blobs import BlobBody, Leftover, Stored, StoreUnavailable, blob_key
 if TYPE_CHECKING:
     from obstore.store import S3Config
 
-__all__ = ["S3BlobStore", "s3_store"]
+__all__ = ["S3BlobStore", "answered_within", "chunks_of", "s3_store", "said"]
 
 T = TypeVar("T")
 CHUNK_BYTES = 64 * 1024
@@ -68,8 +68,27 @@ def s3_store(
     )
 
 
-def _said(error: BaseException) -> str:
+def said(error: BaseException) -> str:
     return str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+
+
+async def answered_within(
+    seconds: float, operation: str, call: Awaitable[T], on_answer: Callable[[], None]
+) -> T:
+    """`call`'s result within `seconds`, else StoreUnavailable; a missing object or a failed precondition
+    is an answer (raised as it is), as is a result: both call `on_answer`."""
+    try:
+        async with asyncio.timeout(seconds):
+            result = await call
+    except (FileNotFoundError, AlreadyExistsError, PreconditionError):
+        on_answer()  # an answer, if not the one hoped for
+        raise
+    except TimeoutError as exc:
+        raise StoreUnavailable(f"the media store did not answer a {operation} within {seconds:g} s") from exc
+    except (GenericError, JoinError) as exc:  # connection errors, timeouts, 5xx once retries ran out
+        raise StoreUnavailable(f"the media store failed a {operation}: {said(exc)}") from exc
+    on_answer()
+    return result
 
 
 class S3BlobStore:
@@ -89,20 +108,7 @@ class S3BlobStore:
         self.on_answer = on_answer
 
     async def _bounded(self, operation: str, call: Awaitable[T]) -> T:
-        try:
-            async with asyncio.timeout(self.timeout):
-                result = await call
-        except (FileNotFoundError, AlreadyExistsError, PreconditionError):
-            self.on_answer()  # an answer, if not the one hoped for
-            raise
-        except TimeoutError as exc:
-            raise StoreUnavailable(
-                f"the media store did not answer a {operation} within {self.timeout:g} s"
-            ) from exc
-        except (GenericError, JoinError) as exc:  # connection errors, timeouts, 5xx once retries ran out
-            raise StoreUnavailable(f"the media store failed a {operation}: {_said(exc)}") from exc
-        self.on_answer()
-        return result
+        return await answered_within(self.timeout, operation, call, self.on_answer)
 
     async def put(self, data: bytes) -> Stored:
         digest = digest_of(data)
@@ -135,7 +141,7 @@ class S3BlobStore:
         except FileNotFoundError:
             return None
         # the headers came within the bound; a stream that stalls ends at the client's read timeout
-        return BlobBody(result.meta["size"], _chunks(result.stream(min_chunk_size=CHUNK_BYTES)))
+        return BlobBody(result.meta["size"], chunks_of(result.stream(min_chunk_size=CHUNK_BYTES)))
 
     async def remove(self, digest: str) -> None:
         await self._bounded("delete", self.store.delete_async(blob_key(digest)))
@@ -160,6 +166,6 @@ class S3BlobStore:
         await self.remove(digest)
 
 
-async def _chunks(stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def chunks_of(stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     async for chunk in stream:
         yield bytes(chunk)

@@ -21,7 +21,7 @@ from services.feed import Announcer
 from services.kit import NameLookups
 from services.proofs import DecodeGate
 from settings import Settings
-from storage import BlobStore
+from storage import ArchiveStore, BlobStore
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class ApiResources:
     documents: ValidDocuments  # parsed documents that passed validation, within a budget of bytes
     name_lookups: NameLookups  # webhook hosts resolved at registration, on threads of their own
     media_store: BlobStore  # proofs' media: files under the data dir, or an S3 bucket
+    archives: ArchiveStore  # data exports' archives: the data dir, or the media store's S3 bucket
     policies: ApiPolicies  # the settings turned into what the services take (policies.py)
 
 

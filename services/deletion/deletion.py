@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
 from models import (
     DataExport,
@@ -25,12 +24,12 @@ from models import (
     Verification,
     WebhookDelivery,
 )
-from services.exports import archive_path
+from services.exports import archive_name
 from services.kit import db_now, global_id, write_transaction
 from services.mail import queue_mail
 from services.mail.messages import partnership_ended_by_deletion
 from services.proofs import remove_unreferenced
-from storage import BlobStore
+from storage import ArchiveStore, BlobStore
 
 log = logging.getLogger("proofloop.deletion")
 
@@ -40,27 +39,27 @@ SWEEP_BATCH = 20
 @dataclass(frozen=True)
 class Deleted:
     blobs: list[str]
-    archives: list[Path]
+    archives: list[str]
 
 
-async def delete_due_accounts(store: BlobStore, exports_dir: Path) -> int:
+async def delete_due_accounts(store: BlobStore, archives: ArchiveStore) -> int:
     """Delete every account whose deletion has come (a batch per call); how many."""
     now = await db_now()
     due = await User.filter(deletion_due_at__lte=now).order_by("deletion_due_at").limit(SWEEP_BATCH)
     deleted = 0
     for user in due:
-        done = await _delete_account(str(user.id), exports_dir)
+        done = await _delete_account(str(user.id))
         if done is None:
             continue  # cancelled by a sign-in meanwhile, or deleted by another worker
         await remove_unreferenced(store, done.blobs)
         for archive in done.archives:
-            archive.unlink(missing_ok=True)
+            await archives.remove(archive)
         deleted += 1
         log.info("deleted an account whose grace period had passed", extra={"user_id": str(user.id)})
     return deleted
 
 
-async def _delete_account(user_id: str, exports_dir: Path) -> Deleted | None:
+async def _delete_account(user_id: str) -> Deleted | None:
     async with write_transaction():
         now = await db_now()
         user = await User.filter(id=user_id, deletion_due_at__lte=now).select_for_update().first()
@@ -75,8 +74,7 @@ async def _delete_account(user_id: str, exports_dir: Path) -> Deleted | None:
             if digest is not None
         ]
         archives = [
-            archive_path(exports_dir, i)
-            for i in await DataExport.filter(user_id=user.id).values_list("id", flat=True)
+            archive_name(i) for i in await DataExport.filter(user_id=user.id).values_list("id", flat=True)
         ]
         counterparts = await _counterparts(user)
         # rows of others that name the user: their invites to this address, mail to it, webhook bodies

@@ -5,7 +5,7 @@ from __future__ import annotations
 from services.exports.exports import (
     BUILD_ACTOR,
     ExportRules,
-    archive_path,
+    archive_name,
     build_export,
     downloadable,
     exports_of,
@@ -16,7 +16,7 @@ from services.exports.exports import (
 __all__ = [
     "BUILD_ACTOR",
     "ExportRules",
-    "archive_path",
+    "archive_name",
     "build_export",
     "downloadable",
     "exports_of",

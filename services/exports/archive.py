@@ -37,7 +37,7 @@ from models import (
 )
 from services.kit import format_instant
 from services.proofs import MEDIA_EXTENSIONS
-from storage import BlobStore
+from storage import ArchiveStore, BlobStore
 
 # never in an archive: what would let its reader sign in, sign webhook bodies or download again
 _SECRET: dict[type[Model], frozenset[str]] = {
@@ -123,32 +123,35 @@ async def gather(user: User) -> Contents:
     return contents
 
 
-async def write_archive(contents: Contents, store: BlobStore, target: Path) -> int:
-    """The zip at `target`, written beside it and renamed (a reader never sees half of one); its size. The
-    zip is written in threads, one blob read from the store (a file or an S3 object) at a time."""
+async def write_archive(contents: Contents, media: BlobStore, archives: ArchiveStore, name: str) -> int:
+    """The zip built as a file in the archive store's scratch directory, then kept under `name` (whole or
+    not at all); its size. The zip is written in threads, one blob read from the media store (a file or
+    an S3 object) at a time, so a large archive is never held in memory."""
     text = json.dumps(contents.document, indent=2, ensure_ascii=False)
-    partial = await asyncio.to_thread(_PartialZip, target)
+    partial = await asyncio.to_thread(_PartialZip, archives.scratch)
     try:
         await asyncio.to_thread(partial.add, ARCHIVE_NAME, text.encode(), zipfile.ZIP_DEFLATED)
-        for name, digest in contents.media:
+        for entry, digest in contents.media:
             try:
-                blob = await store.read(digest)
+                blob = await media.read(digest)
             except FileNotFoundError:  # media already swept (its proof rolled back) has nothing to give
                 continue
-            await asyncio.to_thread(partial.add, name, blob, zipfile.ZIP_STORED)
-        return await asyncio.to_thread(partial.finish)
+            await asyncio.to_thread(partial.add, entry, blob, zipfile.ZIP_STORED)
+        size = await asyncio.to_thread(partial.finish)
     except BaseException:
         await asyncio.to_thread(partial.abandon)
         raise
+    await archives.keep(name, partial.path)
+    return size
 
 
 class _PartialZip:
-    """A zip written to a temp file beside its target, renamed onto it only once whole."""
+    """A zip written to a temp file in `directory`; `finish` closes it and says its size."""
 
-    def __init__(self, target: Path) -> None:
-        self.target = target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, self.temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".zip")
+        self.path = Path(temp_name)
         self.raw = os.fdopen(fd, "wb")
         self.zip = zipfile.ZipFile(self.raw, "w")
 
@@ -157,11 +160,12 @@ class _PartialZip:
 
     def finish(self) -> int:
         self.zip.close()
+        self.raw.flush()
+        os.fsync(self.raw.fileno())
         self.raw.close()
-        os.replace(self.temp_name, self.target)
-        return self.target.stat().st_size
+        return self.path.stat().st_size
 
     def abandon(self) -> None:
         self.zip.close()
         self.raw.close()
-        Path(self.temp_name).unlink(missing_ok=True)
+        self.path.unlink(missing_ok=True)

@@ -1,9 +1,10 @@
 """Data exports: asked for through the API, built by a worker, mailed as a link that expires.
 
 A request writes a PENDING row and, after commit, an `exports.build` message on the mail queue (user-facing
-work that never takes a chain thread). The build reads everything of the user's (archive.py), writes the
-zip under the data dir's `exports/`, then in one transaction marks the row READY with the digest of a new
-link token and queues the mail with the link, so a link is mailed exactly when its archive exists. Rows
+work that never takes a chain thread). The build reads everything of the user's (archive.py), keeps the
+zip in the archive store (the data dir's `exports/`, or the media store's bucket, which every host
+reaches), then in one transaction marks the row READY with the digest of a new link token and queues
+the mail with the link, so a link is mailed exactly when its archive exists. Rows
 whose message was lost are sent again by the workers' sweep, and archives past their link's life are
 removed by it. Downloads (web/exports.py) check the token against the digest in constant time.
 """
@@ -14,7 +15,6 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from uuid import UUID
 
 from tortoise.queryset import QuerySet
@@ -34,7 +34,7 @@ from services.kit import (
 )
 from services.mail import queue_mail
 from services.mail.messages import data_export_ready
-from storage import BlobStore
+from storage import ArchiveStore, BlobStore
 
 BUILD_ACTOR = "exports.build"
 DAY = timedelta(days=1)
@@ -53,8 +53,8 @@ def build_message(export_id: str) -> Outgoing:
     return Outgoing(BUILD_ACTOR, (export_id,), queue_name=MAIL_QUEUE)
 
 
-def archive_path(exports_dir: Path, export_id: object) -> Path:
-    return exports_dir / f"{UUID(str(export_id))}.zip"
+def archive_name(export_id: object) -> str:
+    return f"{UUID(str(export_id))}.zip"
 
 
 async def request_export(user: User, rules: ExportRules) -> DataExport:
@@ -83,14 +83,14 @@ def exports_of(user: User) -> QuerySet[DataExport]:
     return DataExport.filter(user_id=user.id).order_by("-requested_at")
 
 
-async def build_export(export_id: str, rules: ExportRules, exports_dir: Path, store: BlobStore) -> bool:
+async def build_export(export_id: str, rules: ExportRules, media: BlobStore, archives: ArchiveStore) -> bool:
     """Build a PENDING export and mail its link; False when there is nothing to build (already built,
     expired, or the row is gone)."""
     row = await DataExport.filter(id=export_id, status=ExportStatus.PENDING).select_related("user").first()
     if row is None:
         return False
     contents = await gather(row.user)
-    size = await write_archive(contents, store, archive_path(exports_dir, row.id))
+    size = await write_archive(contents, media, archives, archive_name(row.id))
     token = secrets.token_urlsafe(32)
     async with write_transaction():
         now = await db_now()
@@ -109,9 +109,9 @@ async def build_export(export_id: str, rules: ExportRules, exports_dir: Path, st
     return True
 
 
-async def downloadable(export_id: str, token: str, exports_dir: Path) -> Path | None:
-    """The archive a link names, if its token is right and it has not expired; None for anything else
-    (a wrong token, someone else's id and a missing one answer alike)."""
+async def downloadable(export_id: str, token: str) -> str | None:
+    """The name of the archive a link names, if its token is right and it has not expired; None for
+    anything else (a wrong token, someone else's id and a missing one answer alike)."""
     try:
         key = UUID(export_id)
     except ValueError:
@@ -123,11 +123,10 @@ async def downloadable(export_id: str, token: str, exports_dir: Path) -> Path | 
         return None
     if not hmac.compare_digest(given, row.token_digest):
         return None
-    path = archive_path(exports_dir, row.id)
-    return path if path.is_file() else None
+    return archive_name(row.id)
 
 
-async def sweep_exports(exports_dir: Path) -> tuple[int, int]:
+async def sweep_exports(archives: ArchiveStore) -> tuple[int, int]:
     """(builds sent again, archives removed): PENDING rows whose message was lost, and READY ones expired."""
     now = await db_now()
     stranded = await DataExport.filter(status=ExportStatus.PENDING, sent_at__lt=now - STRANDED_AFTER).limit(
@@ -141,7 +140,7 @@ async def sweep_exports(exports_dir: Path) -> tuple[int, int]:
     await send(resent)
     expired = await DataExport.filter(status=ExportStatus.READY, expires_at__lte=now).limit(100)
     for row in expired:
-        archive_path(exports_dir, row.id).unlink(missing_ok=True)
+        await archives.remove(archive_name(row.id))
         await DataExport.filter(id=row.id, status=ExportStatus.READY).update(
             status=ExportStatus.EXPIRED, token_digest=None
         )

@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
+import re
 import socket
 import time
+import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 
 from harness import media_factory
 from harness.chain_support import eventually
+from harness.mailbox import Mailbox
 from harness.object_store import MotoServer
 from harness.private_services import PrivateRedis
 from harness.proofloop import (
@@ -28,6 +33,7 @@ from harness.proofloop import (
     create_open_task,
     free_port,
     migrated_database,
+    row_key,
 )
 from rules.photo import inspect_photo
 from storage import blob_key
@@ -187,6 +193,55 @@ async def test_account_deletion_removes_the_users_objects(
 
     await eventually(removed, 30, "the worker deletes the account and its objects once the grace has passed")
     assert kept_keys(theirs) <= deployment.objects()
+
+
+async def test_an_export_built_by_the_worker_is_served_by_either_api_from_the_bucket(
+    deployment: Deployment,
+    first: ServerProcess,
+    second: ServerProcess,
+    worker: WorkerProcess,
+    mailbox: Mailbox,
+) -> None:
+    async with ApiClient(second.url, mailbox) as api:
+        token, user = await api.register_verified()
+        _, instance_id = await create_open_task(api, token, "PHOTO")
+        proof = await submit_photo(api, token, instance_id, media_factory.photo(351))
+        assert proof["status"] == "ACCEPTED"
+        await api.execute("mutation { requestDataExport { id } }", token=token)
+        mail = await mailbox.wait_for(user["email"], "Your Proofloop data export is ready")
+    body = mail.get_body(preferencelist=("plain",))
+    assert body is not None
+    found = re.search(r"(/exports/([0-9a-f-]+)\?token=[A-Za-z0-9_\-]+)", str(body.get_content()))
+    assert found, body.get_content()
+    link, export_id = found.groups()
+    assert f"media/exports/{export_id}.zip" in deployment.objects()
+
+    photo_copy = (await get(second, proof["mediaUrl"])).content
+    for server in (first, second):
+        served = await get(server, link)
+        assert served.status_code == 200
+        assert served.headers["content-type"] == "application/zip"
+        assert served.headers["cache-control"] == "no-store"
+        assert int(served.headers["content-length"]) == len(served.content)
+        archive = zipfile.ZipFile(io.BytesIO(served.content))
+        assert archive.read(f"media/{row_key(proof['id'])}.jpg") == photo_copy
+    for process in (first, second, worker):  # built on the worker's disk, kept only in the bucket
+        exports = Path(process.env["PROOFLOOP_DATA_DIR"]) / "exports"
+        assert not exports.exists() or list(exports.iterdir()) == []
+
+    connection = await asyncpg.connect(deployment.env["PROOFLOOP_DATABASE_URL"])
+    try:
+        await connection.execute(
+            "UPDATE data_exports SET expires_at = now() - interval '1 second' WHERE id = $1::uuid", export_id
+        )
+    finally:
+        await connection.close()
+
+    async def swept() -> bool:
+        return f"media/exports/{export_id}.zip" not in deployment.objects()
+
+    await eventually(swept, 30, "the workers' sweep removes the expired archive from the bucket")
+    assert (await get(first, link)).status_code == 404
 
 
 async def test_the_sweep_removes_orphaned_objects_only(deployment: Deployment, first: ServerProcess) -> None:

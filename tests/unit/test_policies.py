@@ -8,7 +8,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from policies import api_policies, blob_store, chain_timing, pump_settings, worker_policies
+from policies import api_policies, archive_store, blob_store, chain_timing, pump_settings, worker_policies
 from services.accounts import PasswordHashing
 from services.proofs import DecodeGate
 from settings import Settings
@@ -73,7 +73,8 @@ def test_each_process_builds_its_policies_from_its_settings() -> None:
     assert (api.chain, api.horizon_day) == (chain_timing(settings), timedelta(seconds=60))
     assert (api.accounts.min_password_length, api.media.max_image_pixels) == (17, 1234)
     assert api.media.store is store
-    worker = worker_policies(settings, store)
-    assert worker.media_store is store
+    archives = archive_store(settings)
+    worker = worker_policies(settings, store, archives)
+    assert (worker.media_store, worker.archives) == (store, archives)
     assert (worker.chain, worker.pump) == (chain_timing(settings), pump_settings(settings))
     assert (worker.webhook_limits.per_process, worker.webhook_timing.attempt_seconds) == (3, 2.5)
