@@ -432,12 +432,14 @@ class Settings(BaseSettings):
             "after each Redis reconnect), in case a partnership's notice was lost."
         ),
     )
-    subscription_path: Literal["lean", "extensions"] = Field(
-        default="lean",
+    subscription_path: Literal["socket", "lean", "extensions"] = Field(
+        default="socket",
         description=(
-            "API: `lean` runs a live subscription's events without Strawberry's per-operation extension "
-            "hooks held open (schema/live_subscriptions.py); `extensions` is Strawberry's own path, kept to "
-            "measure against (`bench.live_fanout`)."
+            "API: `socket` runs a live subscription without Strawberry's per-operation extension hooks held "
+            "open (schema/live_subscriptions.py) and, on graphql-transport-ws sockets, hands it after its "
+            "replay to one sender per socket that executes each event once per document "
+            "(web/live_sender.py); `lean` keeps a task per subscription instead; `extensions` is "
+            "Strawberry's own path. The last two are kept to measure against (`bench.live_fanout`)."
         ),
     )
 

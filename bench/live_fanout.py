@@ -1,14 +1,17 @@
-"""Live fan-out headroom: 10,000 subscriptions on ONE API process, the lean path beside the previous one.
+"""Live fan-out headroom: 10,000 subscriptions on ONE API process, the socket senders beside the task paths.
 
 Run: .venv/bin/python -m bench.live_fanout [--connections 100] [--per-connection 100] [--producers 10]
-     [--events 60 | --minutes M] [--interval 0.25] [--rounds 1] [--env PROOFLOOP_SOME_CAP=100000 ...]
+     [--events 60 | --minutes M] [--baseline-minutes M] [--interval 0.25] [--rounds 1]
+     [--configs socket,lean,extensions] [--env PROOFLOOP_SOME_CAP=100000 ...]
 
 Everything is private to the run: a PostgreSQL database, a redis-server on a free port, a worker. The
-same seeded users are measured against a fresh API process per configuration: the defaults (the lean
-subscription path, start-up's objects frozen once), then the code as it was before it
-(PROOFLOOP_SUBSCRIPTION_PATH=extensions, and the heap frozen after each settled burst of subscriptions
-and thawed with one full collection every PROOFLOOP_GC_THAW_SECONDS, here 120 s so that a run of a few
-minutes holds thaws). Each connection is one viewer (an active partner of one producer) holding
+same seeded users are measured against a fresh API process per configuration: `socket`, the defaults
+(each subscription handed after its replay to its socket's one sender, start-up's objects frozen once);
+`lean`, a task per subscription without Strawberry's extension hooks (PROOFLOOP_SUBSCRIPTION_PATH=lean);
+`extensions`, Strawberry's own path with the heap frozen after each settled burst of subscriptions and
+thawed with one full collection every PROOFLOOP_GC_THAW_SECONDS (here 120 s so that a run of a few
+minutes holds thaws). `--baseline-minutes` runs the configurations after the first for that long (a
+30-minute run of each would take an hour). Each connection is one viewer (an active partner of one producer) holding
 `--per-connection` subscriptions; each event reaches every subscription of the viewers partnering for
 its producer. The per-user subscription cap is raised to `--per-connection` (a viewer here is one
 socket of that many subscriptions); `--env` passes other settings to the API. `--minutes` (or
@@ -38,12 +41,19 @@ from bench.live_latency import SUBSCRIPTION, Receipts, orm, percentile, produce,
 from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port
 from models import Task, TaskInstance
 
-# the code before the lean path: Strawberry's per-operation machinery for each subscription's life, the
-# heap frozen after each settled burst (its default then: 500) and thawed with a full collection
-BEFORE = {
-    "PROOFLOOP_SUBSCRIPTION_PATH": "extensions",
-    "PROOFLOOP_GC_FREEZE_AFTER_SUBSCRIPTIONS": "500",
-    "PROOFLOOP_GC_THAW_SECONDS": "120",
+CONFIGS: dict[str, tuple[str, dict[str, str]]] = {
+    "socket": ("socket senders (defaults)", {}),
+    "lean": ("lean: a task per subscription", {"PROOFLOOP_SUBSCRIPTION_PATH": "lean"}),
+    # Strawberry's per-operation machinery for each subscription's life, the heap frozen after each settled
+    # burst (its default then: 500) and thawed with a full collection
+    "extensions": (
+        "extensions path, freeze/thaw",
+        {
+            "PROOFLOOP_SUBSCRIPTION_PATH": "extensions",
+            "PROOFLOOP_GC_FREEZE_AFTER_SUBSCRIPTIONS": "500",
+            "PROOFLOOP_GC_THAW_SECONDS": "120",
+        },
+    ),
 }
 
 
@@ -120,7 +130,7 @@ async def until_registered(url: str, subscriptions: int, timeout: float = 120) -
 
 async def measure(
     label: str, api_proc: ServerProcess, sources: list[tuple[Task, TaskInstance]], tokens: Sequence[str],
-    args: argparse.Namespace,
+    args: argparse.Namespace, minutes: float | None,
 ) -> dict[str, float]:  # fmt: skip
     process = psutil.Process(api_proc.proc.pid if api_proc.proc else 0)
     url = api_proc.url.replace("http://", "ws://") + "/graphql"
@@ -139,7 +149,7 @@ async def measure(
     rss_after = process.memory_info().rss
     subscribed = await scrape(api_proc.url)
     committed: dict[int, float] = {}
-    events = args.events if args.minutes is None else int(args.minutes * 60 / args.interval)
+    events = args.events if minutes is None else int(minutes * 60 / args.interval)
     began = time.monotonic()
     for k in range(events):
         position, at = await produce(*sources[k % len(sources)])
@@ -213,7 +223,9 @@ def main() -> None:
         default=float(minutes) if minutes else None,
         help="run the events phase this long (default: BENCH_LIVE_MINUTES, else --events events)",
     )
-    parser.add_argument("--rounds", type=int, default=1, help="each round measures both, order alternating")
+    parser.add_argument("--baseline-minutes", type=float, default=None, help="events phase of the others")
+    parser.add_argument("--configs", default="socket,lean", help=f"of {', '.join(CONFIGS)}, in order")
+    parser.add_argument("--rounds", type=int, default=1, help="each round measures each, order alternating")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for the API process")
     args = parser.parse_args()
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -229,14 +241,20 @@ def main() -> None:
             async with orm(env["PROOFLOOP_DATABASE_URL"], env["PROOFLOOP_REDIS_URL"]):
                 with ServerProcess(env, port=free_port()) as seeder:
                     sources, tokens = await seed(ApiClient(seeder.url), args.producers, args.connections)
-                configs = [("lean path (defaults)", {}), ("before: extensions path, freeze/thaw", BEFORE)]
+                configs = [CONFIGS[name] for name in args.configs.split(",")]
                 for round_no in range(1, args.rounds + 1):
                     # alternate the order per round: a shared machine's load drifts during a run
                     for name, extra in configs if round_no % 2 else configs[::-1]:
                         label = f"{name}, round {round_no}"
+                        first = (name, extra) == configs[0]
+                        minutes = (
+                            args.minutes if first or args.baseline_minutes is None else args.baseline_minutes
+                        )
                         with ServerProcess({**env, **extra}, port=free_port()) as api_proc:
                             try:
-                                results[label] = await measure(label, api_proc, sources, tokens, args)
+                                results[label] = await measure(
+                                    label, api_proc, sources, tokens, args, minutes
+                                )
                             except Exception:
                                 log = "\n".join(api_proc.log().splitlines()[-20:])
                                 print(f"[{label}] API log, last lines:\n{log}")

@@ -45,6 +45,11 @@ OPEN_SUBSCRIPTIONS = Gauge(
     "verificationEvents subscriptions open in this API.",
     multiprocess_mode="livesum",
 )
+HANDED_OFF_SUBSCRIPTIONS = Gauge(
+    "proofloop_handed_off_subscriptions",
+    "Open subscriptions carried by their socket's sender after their replay (no task of their own).",
+    multiprocess_mode="livesum",
+)
 LIVE_VIEWERS = Gauge(
     "proofloop_live_viewers",
     "Users with at least one open verificationEvents subscription in this API.",

@@ -7,9 +7,9 @@ from collections.abc import AsyncGenerator
 import strawberry
 
 from models import Event as EventRow
-from realtime.subscribers import EndReason, Subscriber
+from realtime.subscribers import EndReason, Handoff, Subscriber
 from resolvers.permissions import IsAuthenticated
-from schema.context import Info
+from schema.context import Context, Info
 from schema.types.event import VerificationEvent
 from schema.types.pagination import Connection, page_request
 from services.feed import feeds
@@ -44,6 +44,20 @@ def _ending_error(reason: EndReason | None, last_sent: str) -> ProofloopError:
     if reason is EndReason.SHUTDOWN:
         return Conflict(f"server shutting down; resume with after={last_sent}")
     return Conflict(f"subscriber too slow; resume with after={last_sent}")
+
+
+class _VerificationEventFeed:
+    """`verificationEvents` to the socket's sender (web/live_sender.py), once its replay is done."""
+
+    def payload(self, context: Context, row: EventRow) -> VerificationEvent:
+        context.refresh_loaders()  # as `_pushed`: each event reads fresh rows
+        return VerificationEvent(row=row)
+
+    def ending(self, context: Context, reason: EndReason | None, last_sent: int) -> Exception:
+        return _ending_error(reason, context.event_ids.encode(last_sent))
+
+
+VERIFICATION_EVENT_FEED = _VerificationEventFeed()
 
 
 @strawberry.type
@@ -136,6 +150,7 @@ class EventSubscriptions:
         # registered before reading the table, so whatever commits from now on is queued for us
         if not hub.add(subscriber, watches=scope.access.user_ids, max_per_viewer=limit):
             raise RateLimited(hub.subscription_refusal(subscriber.viewer_id, limit) or "subscription quota")
+        handed_off = False
         try:
             if last_sent is None:
                 # live only: what the hub fans out from now on is newer than what it has read
@@ -144,6 +159,11 @@ class EventSubscriptions:
                 async for row in _replay(scope, subscriber, last_sent):
                     last_sent = row.position or last_sent
                     yield _pushed(info, row)
+            if info.context.hands_off_live:
+                # the socket's one sender carries it from here: no task or generator kept per subscription
+                subscriber.last_sent, handed_off = last_sent, True
+                yield Handoff(subscriber, VERIFICATION_EVENT_FEED)  # type: ignore[misc]
+                return
             while (queued := await subscriber.next_event()) is not None:
                 position = queued.position or 0
                 if position <= last_sent or not subscriber.wants(queued):
@@ -152,7 +172,8 @@ class EventSubscriptions:
                 yield _pushed(info, queued)
             raise _ending_error(subscriber.ended, info.context.event_ids.encode(last_sent))
         finally:
-            hub.remove(subscriber)
+            if not handed_off:  # a handed-off subscriber is removed by its sender when it ends
+                hub.remove(subscriber)
 
 
 async def _replay(

@@ -36,6 +36,8 @@ class Context:
     session: Session | None = None
     _now: asyncio.Future[datetime] | None = None
     upcoming_spent: int = 0  # due times `upcoming` computed for this request (PROOFLOOP_UPCOMING_PER_REQUEST)
+    # a socket whose one sender carries its replayed subscriptions' events (web/live_sender.py)
+    hands_off_live: bool = False
 
     @classmethod
     def for_request(cls, request: Request | WebSocket, response: Response | WebSocket | None) -> Context:

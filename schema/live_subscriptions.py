@@ -10,11 +10,17 @@ stream exists. Each event is then executed by graphql-core with the resolve midd
 logged (`process_errors`) and coded (`ErrorCodes`) as Strawberry's own stream does it: the same frames,
 first results and ends on every transport. The one difference: `on_operation` hooks end when the
 subscription starts, not when it ends (OperationMetrics skips subscriptions; MaskErrors masks per result).
+
+On a socket whose sender takes subscriptions over (`Context.hands_off_live`), the resolver yields a
+`Handoff` once its replay is done; the stream then ends with `HandedOff`, and the sender executes each
+later event through its `LiveStream` (web/live_sender.py): no task, generator or executor left per
+subscription.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from graphql import ExecutionResult as GraphQLExecutionResult
@@ -35,6 +41,7 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
+from realtime.subscribers import Handoff, LiveFeed, Subscriber
 from schema.errors import ErrorCodes, LoggedErrorsSchema, coded_errors
 from schema.input_guards import ArgumentGuards
 from schema.parse_cache import is_subscription, valid_documents
@@ -43,6 +50,49 @@ from schema.parse_cache import is_subscription, valid_documents
 STATELESS_RESOLVE_HOOKS: tuple[type[SchemaExtension], ...] = (ArgumentGuards,)
 
 Started = tuple[AsyncIterator[Any], Executor[Any], ExecutionContext]
+
+
+class LiveStream:
+    """How a handed-off subscription's events are executed: its executor (document, variables, the
+    socket's context) and its execution context. Subscriptions of one socket that sent the same document
+    with the same variables share one, so an event they all receive is executed once."""
+
+    __slots__ = ("_execution_context", "_executor", "_schema")
+
+    def __init__(
+        self, schema: ProofloopSchema, executor: Executor[Any], execution_context: ExecutionContext
+    ) -> None:
+        self._schema = schema
+        self._executor = executor
+        self._execution_context = execution_context
+
+    @property
+    def context(self) -> Any:
+        return self._execution_context.context
+
+    async def execute(self, payload: object) -> ExecutionResult:
+        """One event's result, as the subscription's own stream would have given it."""
+        try:
+            result = self._executor.build_per_event_executor(payload).execute_operation(False)
+            if self._executor.is_awaitable(result):
+                result = await result
+        except Exception as exc:  # as Strawberry's: the error is the result
+            result = GraphQLExecutionResult(data=None, errors=[_coerce_error(exc)])
+        return self._schema._coded(cast("GraphQLExecutionResult", result), self._execution_context)
+
+    def ended(self, error: Exception) -> ExecutionResult:
+        """The result a subscription ending with `error` sends last."""
+        failed = GraphQLExecutionResult(data=None, errors=[_coerce_error(error)])
+        return self._schema._coded(failed, self._execution_context)
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOff:
+    """The last item of a subscription's result stream when its socket's sender carries it on."""
+
+    subscriber: Subscriber
+    feed: LiveFeed
+    stream: LiveStream
 
 
 def _overrides(extension: SchemaExtension, hook: str) -> bool:
@@ -85,7 +135,7 @@ class ProofloopSchema(LoggedErrorsSchema):
         settings = getattr(context_value, "settings", None)
         lean = (
             documents is not None
-            and getattr(settings, "subscription_path", "lean") == "lean"
+            and getattr(settings, "subscription_path", "socket") in ("socket", "lean")
             and OperationType.SUBSCRIPTION in allowed
             and await is_subscription(query, operation_name, documents)
         )
@@ -114,7 +164,8 @@ class ProofloopSchema(LoggedErrorsSchema):
         started = await self._start(execution_context, operation_extensions)
         if isinstance(started, ExecutionResult):
             return _only(started)
-        return self._live_events(*started)
+        # a HandedOff, the last item, reaches only the transport that asked for it (hands_off_live)
+        return cast("AsyncGenerator[ExecutionResult, None]", self._live_events(*started))
 
     async def _start(
         self, execution_context: ExecutionContext, operation_extensions: dict[str, Any] | None
@@ -180,10 +231,15 @@ class ProofloopSchema(LoggedErrorsSchema):
 
     async def _live_events(
         self, source: AsyncIterator[Any], executor: Executor[Any], execution_context: ExecutionContext
-    ) -> AsyncGenerator[ExecutionResult, None]:
+    ) -> AsyncGenerator[ExecutionResult | HandedOff, None]:
         try:
             async with aclosing(source):
                 async for payload in source:
+                    if isinstance(payload, Handoff):
+                        yield HandedOff(
+                            payload.subscriber, payload.feed, LiveStream(self, executor, execution_context)
+                        )
+                        return
                     result = executor.build_per_event_executor(payload).execute_operation(False)
                     if executor.is_awaitable(result):
                         result = await result

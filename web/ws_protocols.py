@@ -7,6 +7,8 @@ queries and mutations as subscriptions-transport-ws clients expect.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -14,16 +16,22 @@ from typing import Any
 
 from graphql import GraphQLFormattedError
 from strawberry.http.exceptions import NonJsonMessageReceived, NonTextMessageReceived, WebSocketDisconnected
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+    _OperationStreamClosed,
+)
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
 from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, OperationMessage
-from strawberry.types.execution import PreExecutionError
+from strawberry.types.execution import ExecutionResult, PreExecutionError
 
 from observability.outages import outage
 from schema.context import Context
 from schema.errors import unavailable
+from schema.live_subscriptions import HandedOff
 from schema.parse_cache import is_subscription
+from web.live_sender import LiveSender, StreamKey
 from web.persisted_documents import DocumentRefused, TrustedDocuments, apollo_hash, persisted_id
 
 log = logging.getLogger("proofloop.graphql")
@@ -145,8 +153,102 @@ def _release_when_done(task: asyncio.Task[Any] | None, release: Release) -> None
         task.add_done_callback(lambda _: release())
 
 
+def _nothing() -> None:
+    pass
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     quota_refusal_logged = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._admissions: dict[Operation[Context, None], Release] = {}
+        self._sender: LiveSender | None = None  # made when the first subscription is handed off
+        self.context.hands_off_live = self.context.settings.subscription_path == "socket"
+
+    def _hold_admission(self, operation: Operation[Context, None] | None, release: Release) -> None:
+        """Give an admission back when its operation ends: with its task, or, handed off, with the
+        subscription; at once when no task was started for it or it is a duplicate id's."""
+        if operation is None or operation.task is None or operation in self._admissions:
+            release()
+            return
+        self._admissions[operation] = release
+        operation.task.add_done_callback(lambda _: self._admissions.pop(operation, _nothing)())
+
+    async def run_operation(self, operation: Operation[Context, None]) -> None:
+        """Strawberry's, but a subscription handed off by its resolver goes on in the socket's sender."""
+        try:
+            result_source = await self.schema.stream(
+                operation.query,
+                variable_values=operation.variables,
+                context_value=self.context,
+                root_value=self.root_value,
+                operation_name=operation.operation_name,
+            )
+            handed: list[HandedOff] = []
+            try:
+                await self._send_results(operation, result_source, handed)
+            finally:
+                try:
+                    await result_source.aclose()
+                finally:
+                    if handed:
+                        self._park(operation, handed[0])
+            if not handed:
+                await operation.send_operation_message({"id": operation.id, "type": "complete"})
+        except _OperationStreamClosed:
+            return
+        except Exception as error:
+            await self.handle_task_exception(error)
+            with contextlib.suppress(Exception):
+                await operation.send_operation_message({"id": operation.id, "type": "complete"})
+            self.operations.pop(operation.id, None)
+            raise
+
+    async def _send_results(
+        self, operation: Operation[Context, None], results: Any, handed: list[HandedOff]
+    ) -> None:
+        first = True
+        async for result in results:
+            if isinstance(result, HandedOff):
+                handed.append(result)
+                return
+            if first and isinstance(result, PreExecutionError):
+                await self._handle_pre_execution_error(operation, result)
+                return
+            if not isinstance(result, ExecutionResult):
+                await self._reject_incremental_delivery(operation)
+                return
+            await operation.send_next(result)
+            first = False
+
+    def _park(self, operation: Operation[Context, None], handed: HandedOff) -> None:
+        if self.operations.get(operation.id) is not operation:  # completed by the client meanwhile
+            self.context.hub.remove(handed.subscriber)
+            return
+        if self._sender is None:
+            self._sender = LiveSender(self.context.hub, self.send_message, self._forget_operation)
+        key: StreamKey = (
+            operation.query,
+            operation.operation_name,
+            json.dumps(operation.variables, sort_keys=True, default=str),
+        )
+        self._sender.park(operation.id, handed, key, self._admissions.pop(operation, None))
+        operation.task = None  # the finished task, its coroutines and generators go with it
+
+    def _forget_operation(self, operation_id: str) -> None:
+        self.operations.pop(operation_id, None)
+
+    async def cleanup_operation(self, operation_id: str) -> None:
+        if self._sender is not None and self._sender.unpark(operation_id):
+            self.operations.pop(operation_id, None)
+            return
+        await super().cleanup_operation(operation_id)
+
+    async def shutdown(self) -> None:
+        await super().shutdown()
+        if self._sender is not None:
+            await self._sender.close()
 
     async def handle_task_exception(self, error: Exception) -> None:
         # a client that leaves while its operation sends (a closed tab, a dropped network) is routine:
@@ -185,8 +287,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 await super().handle_message(message)
             finally:  # also when the socket goes mid-frame: an admission must never outlive its operation
                 if admitted is not None:
-                    operation = self.operations.get(message["id"])
-                    _release_when_done(operation.task if operation else None, admitted)
+                    self._hold_admission(self.operations.get(message["id"]), admitted)
             return
         await super().handle_message(message)
 
