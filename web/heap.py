@@ -3,8 +3,9 @@
 Start-up's objects are frozen once (`freeze_start_up`, on with PROOFLOOP_GC_FREEZE). The freeze and
 thaw of subscriptions below is off unless PROOFLOOP_GC_FREEZE_AFTER_SUBSCRIPTIONS > 0: it was needed
 while a subscription ran inside Strawberry's per-operation machinery for its whole life (~125 objects
-the collector tracks each, PROOFLOOP_SUBSCRIPTION_PATH=extensions); the lean path
-(schema/live_subscriptions.py) keeps about half of that, see docs/performance.md. With 10,000 such
+the collector tracks each, PROOFLOOP_SUBSCRIPTION_PATH=extensions); a task per subscription without
+those hooks (`lean`) keeps about half of that, and the default (`socket`, web/live_sender.py) a handful,
+see docs/performance.md. With 10,000 such
 subscriptions on one API process a full collection walked ~1.9M objects and stopped the event loop
 for 0.5-0.9 s (measured with bench/live_fanout.py), which every live delivery then waits behind.
 

@@ -28,10 +28,6 @@ GATHER_SECONDS = 1.0
 SEND_AT_ONCE_WITHIN_SECONDS = 5.0
 
 
-def link_message(instance_id: str, link_no: int, fire_at: datetime) -> Outgoing:
-    return Outgoing(FIRE_ACTOR, (instance_id, link_no), eta=fire_at)
-
-
 def batched_link_messages(rows: list[Link]) -> list[Outgoing]:
     """One message per link, except that links with the same fire_at share messages of LINK_BATCH."""
     return batched_messages(rows, one=FIRE_ACTOR, many=FIRE_BATCH_ACTOR, per_message=LINK_BATCH)
