@@ -109,6 +109,17 @@ def full_pauses(metrics: dict[str, float]) -> tuple[float, float]:
     return count, count - within
 
 
+def pauses_over_50_ms(metrics: dict[str, float]) -> float:
+    """Collections of any generation so far that stopped the loop longer than 50 ms."""
+    over = 0.0
+    for generation in ("0", "1", "2"):
+        count = metrics.get(f'proofloop_gc_pause_seconds_count{{generation="{generation}"}}', 0)
+        over += count - metrics.get(
+            f'proofloop_gc_pause_seconds_bucket{{generation="{generation}",le="0.05"}}', 0
+        )
+    return over
+
+
 def longest_pause_ms(metrics: dict[str, float]) -> float:
     return 1000 * max(
         (v for k, v in metrics.items() if k.startswith("proofloop_gc_longest_pause_seconds")), default=0.0
@@ -150,6 +161,7 @@ async def measure(
     subscribed = await scrape(api_proc.url)
     committed: dict[int, float] = {}
     events = args.events if minutes is None else int(minutes * 60 / args.interval)
+    cpu_before = process.cpu_times()
     began = time.monotonic()
     for k in range(events):
         position, at = await produce(*sources[k % len(sources)])
@@ -160,6 +172,8 @@ async def measure(
     receipts.expected = expected
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(receipts.complete.wait(), timeout=60)
+    cpu_after = process.cpu_times()
+    cpu_s = (cpu_after.user + cpu_after.system) - (cpu_before.user + cpu_before.system)
     latencies = [(t - committed[p]) * 1000 for p, ts in receipts.times.items() if p in committed for t in ts]
     order = {position: k for k, position in enumerate(committed)}
     worst = sorted(
@@ -188,11 +202,17 @@ async def measure(
     print(
         f"[{label}] collector: longest pause {longest_pause_ms(subscribed):.0f} ms while subscribing,"
         f" {longest_pause_ms(ended):.0f} ms over the whole run; during the {events_seconds / 60:.1f} min"
-        f" of events: {fulls - fulls_before:.0f} full collections, {long_ones - long_before:.0f} over 50 ms"
+        f" of events: {fulls - fulls_before:.0f} full collections, {long_ones - long_before:.0f} over 50 ms;"
+        f" collections of any generation over 50 ms: {pauses_over_50_ms(subscribed):.0f} while subscribing,"
+        f" {pauses_over_50_ms(ended) - pauses_over_50_ms(subscribed):.0f} during the events"
     )
     print(
         f"[{label}] commit -> receipt: p50 {percentile(latencies, 50):.1f} ms,"
         f" p99 {percentile(latencies, 99):.1f} ms, max {max(latencies, default=math.nan):.1f} ms"
+    )
+    print(
+        f"[{label}] API CPU during the events: {cpu_s:.1f} s, {1000 * cpu_s / max(1, len(latencies)):.3f} ms"
+        f" per delivery, {100 * cpu_s / events_seconds:.0f} % of a core"
     )
     print(
         f"[{label}] API RSS {rss_before / 2**20:.0f} MiB before, {rss_after / 2**20:.0f} MiB subscribed,"
@@ -206,6 +226,7 @@ async def measure(
         "longest": longest_pause_ms(ended),
         "over_50": long_ones - long_before,
         "minutes": events_seconds / 60,
+        "ms_per_delivery": 1000 * cpu_s / max(1, len(latencies)),
     }
 
 
@@ -260,12 +281,14 @@ def main() -> None:
                                 print(f"[{label}] API log, last lines:\n{log}")
                                 raise
             print(
-                "\n| run | p50 | p99 | KiB per subscription | delivered | longest GC pause | full GCs > 50 ms |"
+                "\n| run | p50 | p99 | KiB per subscription | delivered | longest GC pause | full GCs > 50 ms"
+                " | API CPU per delivery |"
             )
             for label, r in results.items():
                 print(
                     f"| {label} | {r['p50']:.0f} ms | {r['p99']:.0f} ms | {r['kib']:.1f} | {r['delivered']:.0%}"
-                    f" | {r['longest']:.0f} ms | {r['over_50']:.0f} in {r['minutes']:.1f} min |"
+                    f" | {r['longest']:.0f} ms | {r['over_50']:.0f} in {r['minutes']:.1f} min"
+                    f" | {r['ms_per_delivery']:.3f} ms |"
                 )
 
         with WorkerProcess(env, threads=2):
