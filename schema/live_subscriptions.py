@@ -71,13 +71,10 @@ class LiveStream:
         return self._execution_context.context
 
     async def execute(self, payload: object) -> ExecutionResult:
-        """One event's result, as the subscription's own stream would have given it."""
-        try:
-            result = self._executor.build_per_event_executor(payload).execute_operation(False)
-            if self._executor.is_awaitable(result):
-                result = await result
-        except Exception as exc:  # as Strawberry's: the error is the result
-            result = GraphQLExecutionResult(data=None, errors=[_coerce_error(exc)])
+        """One event's result, as Strawberry's stream would have given it (errors logged, then coded)."""
+        result = self._executor.build_per_event_executor(payload).execute_operation(False)
+        if self._executor.is_awaitable(result):
+            result = await result
         return self._schema._coded(cast("GraphQLExecutionResult", result), self._execution_context)
 
     def ended(self, error: Exception) -> ExecutionResult:
@@ -232,21 +229,16 @@ class ProofloopSchema(LoggedErrorsSchema):
     async def _live_events(
         self, source: AsyncIterator[Any], executor: Executor[Any], execution_context: ExecutionContext
     ) -> AsyncGenerator[ExecutionResult | HandedOff, None]:
+        stream = LiveStream(self, executor, execution_context)
         try:
             async with aclosing(source):
                 async for payload in source:
                     if isinstance(payload, Handoff):
-                        yield HandedOff(
-                            payload.subscriber, payload.feed, LiveStream(self, executor, execution_context)
-                        )
+                        yield HandedOff(payload.subscriber, payload.feed, stream)
                         return
-                    result = executor.build_per_event_executor(payload).execute_operation(False)
-                    if executor.is_awaitable(result):
-                        result = await result
-                    yield self._coded(cast("GraphQLExecutionResult", result), execution_context)
+                    yield await stream.execute(payload)
         except Exception as exc:  # as Strawberry's: the resolver's ending error is the result
-            failed = GraphQLExecutionResult(data=None, errors=[_coerce_error(exc)])
-            yield self._coded(failed, execution_context)
+            yield stream.ended(exc)
 
     def _coded(self, result: GraphQLExecutionResult, execution_context: ExecutionContext) -> ExecutionResult:
         """One event's result as Strawberry's stream leaves it: errors logged, then coded."""

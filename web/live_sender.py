@@ -45,14 +45,14 @@ class Parked:
         self.release = release
 
 
-def next_frame(operation_id: str, result: ExecutionResult) -> dict[str, Any]:
-    """graphql-transport-ws's `next` message, as Strawberry's `Operation.send_next` writes it."""
+def next_payload(result: ExecutionResult) -> dict[str, Any]:
+    """The payload of graphql-transport-ws's `next`, as Strawberry's `Operation.send_next` writes it."""
     payload: dict[str, Any] = {"data": result.data}
     if result.errors:
         payload["errors"] = [error.formatted for error in result.errors]
     if result.extensions:
         payload["extensions"] = result.extensions
-    return {"id": operation_id, "type": "next", "payload": payload}
+    return payload
 
 
 class LiveSender:
@@ -66,9 +66,6 @@ class LiveSender:
         self._ready: dict[Subscriber, Parked] = {}  # woken, in the order they woke
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-
-    def __len__(self) -> int:
-        return len(self._parked)
 
     def park(self, operation_id: str, handed: HandedOff, key: StreamKey, release: Release | None) -> None:
         """Carry `handed` from now on; `release` gives back its admission once it ends."""
@@ -149,8 +146,11 @@ class LiveSender:
             subscriber.last_sent = position
             payload = executed.get((parked.stream_key, position))
             if payload is None:
-                result = await stream.execute(parked.feed.payload(stream.context, row))
-                payload = next_frame("", result)["payload"]
+                try:
+                    result = await stream.execute(parked.feed.payload(stream.context, row))
+                except Exception as exc:  # as in the subscription's own stream: the error is the result
+                    result = stream.ended(exc)
+                payload = next_payload(result)
                 executed[(parked.stream_key, position)] = payload
             if parked.operation_id not in self._parked:
                 return  # completed by its client while the event executed
@@ -160,5 +160,6 @@ class LiveSender:
             subscriber.take_events()  # the end is taken: the hub's backlog count drops it
             self._end(parked)
             self._forget(parked.operation_id)  # before the last frames, as Strawberry's operations do
-            await self._send(next_frame(parked.operation_id, stream.ended(error)))
+            ending = next_payload(stream.ended(error))
+            await self._send({"id": parked.operation_id, "type": "next", "payload": ending})
             await self._send({"id": parked.operation_id, "type": "complete"})

@@ -27,7 +27,7 @@ RESUMED = "subscription($after: ID) { verificationEvents(after: $after) { id } }
 
 
 @pytest.fixture(scope="module")
-def api(service_env: dict[str, str]) -> Iterator[ServerProcess]:
+def own_server(service_env: dict[str, str]) -> Iterator[ServerProcess]:
     """A server of this module's own: its open-subscriptions gauge counts only these tests' subscriptions."""
     with ServerProcess(service_env, port=free_port()) as proc:
         yield proc
@@ -108,9 +108,9 @@ async def until_open(
 
 
 async def test_one_socket_carries_many_subscriptions_each_with_its_own_selection(
-    api: ServerProcess, worker: WorkerProcess
+    own_server: ServerProcess, worker: WorkerProcess
 ) -> None:
-    server = api
+    server = own_server
     async with ApiClient(server.url) as client:
         token, _ = await client.register()
         before = await open_subscriptions(server)
@@ -149,9 +149,9 @@ async def test_one_socket_carries_many_subscriptions_each_with_its_own_selection
 
 
 async def test_a_resumed_subscription_replays_then_goes_on_without_gap_or_duplicate(
-    api: ServerProcess, worker: WorkerProcess
+    own_server: ServerProcess, worker: WorkerProcess
 ) -> None:
-    server = api
+    server = own_server
     async with ApiClient(server.url) as client:
         token, _ = await client.register()
         task_id = await start_missing_task(client, token)
