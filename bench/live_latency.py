@@ -159,7 +159,7 @@ async def redis_round_trips(redis_url: str, samples: int) -> list[float]:
         while await pubsub.get_message(ignore_subscribe_messages=True, timeout=1) is None:
             pass
         trips.append((time.perf_counter() - started) * 1000)
-    await pubsub.aclose()  # type: ignore[no-untyped-call]
+    await pubsub.aclose()
     await client.aclose()
     return trips
 

@@ -359,7 +359,7 @@ class Hub:
             finally:
                 self._channels = None
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
                 with contextlib.suppress(Exception):
                     await client.aclose()
             self._wake.set()  # whatever was published while disconnected is in the table
