@@ -1,38 +1,20 @@
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from datetime import datetime
-from typing import Protocol
 
 import strawberry
 from starlette.datastructures import UploadFile
 from strawberry.file_uploads import Upload
 
-from models import User
-from models import Verification as VerificationRow
+from models import VerificationMethod
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.inputs import GeoPointInput, aware
 from schema.types.integration import IntegrationConnection, endpoint_url
 from schema.types.verification import Verification
 from services import proofs
-from services.chain import ChainTiming
 from services.kit import BadInput, PayloadTooLarge
-from services.proofs import MediaPolicy, MediaUpload
-
-
-class SubmitMedia(Protocol):
-    def __call__(
-        self,
-        viewer: User,
-        instance_id: str,
-        upload: MediaUpload,
-        *,
-        arrival: datetime,
-        policy: MediaPolicy,
-        timing: ChainTiming,
-        max_attempts: int,
-    ) -> Awaitable[VerificationRow]: ...
+from services.proofs import MediaUpload
 
 
 def media_upload(upload: object, field: str, max_bytes: int) -> MediaUpload:
@@ -107,11 +89,11 @@ class ProofMutations:
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_photo(self, info: Info, instance_id: strawberry.ID, photo: Upload) -> Verification:
-        return await _submit_media(info, instance_id, photo, "photo", proofs.submit_photo)
+        return await _submit_media(info, instance_id, photo, "photo", VerificationMethod.PHOTO)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
     async def submit_video(self, info: Info, instance_id: strawberry.ID, video: Upload) -> Verification:
-        return await _submit_media(info, instance_id, video, "video", proofs.submit_video)
+        return await _submit_media(info, instance_id, video, "video", VerificationMethod.VIDEO)
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],
@@ -143,11 +125,12 @@ class ProofMutations:
 
 
 async def _submit_media(
-    info: Info, instance_id: strawberry.ID, upload: Upload, field: str, submit: SubmitMedia
+    info: Info, instance_id: strawberry.ID, upload: Upload, field: str, method: VerificationMethod
 ) -> Verification:
     arrival = await info.context.arrival()  # stamped when the request started, before its body was read
     settings = info.context.settings
-    row = await submit(
+    row = await proofs.submit_media(
+        method,
         await info.context.viewer(),
         str(instance_id),
         media_upload(upload, field, settings.max_upload_bytes),

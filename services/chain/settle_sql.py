@@ -16,6 +16,7 @@ from typing import Any
 from models import EventType, InstanceStatus, TaskState
 from rules.recurrence import Schedule
 from services.chain.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, schedule_from
+from services.feed import snapshot_columns, snapshot_rows
 from services.kit import as_utc, connection, is_sqlite
 
 
@@ -181,11 +182,7 @@ async def write_settlements(
             _WRITE_PG,
             [
                 now,
-                [r.owner_id for r in missed],
-                [r.task_id for r in missed],
-                [r.instance_id for r in missed],
-                [r.title for r in missed],
-                [r.due_at for r in missed],
+                *snapshot_columns(missed),
                 ended,
                 [p.task_id for p in planned],
                 [p.instance_id for p in planned],
@@ -199,10 +196,7 @@ async def write_settlements(
         )
         return
     if missed:
-        await conn.execute_many(
-            _EVENT_SQLITE,
-            [[now, r.owner_id, r.task_id, r.instance_id, r.title, r.due_at] for r in missed],
-        )
+        await conn.execute_many(_EVENT_SQLITE, snapshot_rows(now, missed))
     if ended:
         await conn.execute_query(_ENDED_SQLITE, [now, json.dumps(ended)])
     if planned:

@@ -3,7 +3,15 @@ them, progress and streaks."""
 
 from __future__ import annotations
 
-from services.feed.events import Announcer, announce_committed_events, record_event, use_announcer
+from services.feed.events import (
+    Announcer,
+    Snapshot,
+    announce_committed_events,
+    record_event,
+    snapshot_columns,
+    snapshot_rows,
+    use_announcer,
+)
 from services.feed.feeds import readable_events
 from services.feed.progress import (
     CalendarAsk,
@@ -27,6 +35,7 @@ __all__ = [
     "DatedInstance",
     "Scope",
     "ScopeKind",
+    "Snapshot",
     "Streaks",
     "announce_committed_events",
     "calendars",
@@ -35,6 +44,8 @@ __all__ = [
     "completions",
     "readable_events",
     "record_event",
+    "snapshot_columns",
+    "snapshot_rows",
     "streaks",
     "streaks_of",
     "use_announcer",

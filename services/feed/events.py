@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from models import Event, EventType, Task, TaskInstance, Verification
 from observability.outages import report_failure
@@ -27,6 +28,38 @@ FROM (
 WHERE events.id = numbered.id
 RETURNING events.user_id AS user_id, events.position AS position
 """
+
+
+class Snapshot(Protocol):
+    """What a set's event row keeps of its instance as it was: whose, which task and instance, the title
+    and the due time (the status is the event's own)."""
+
+    @property
+    def owner_id(self) -> str: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def instance_id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def due_at(self) -> datetime: ...
+
+
+def snapshot_columns(rows: Sequence[Snapshot]) -> list[list[Any]]:
+    """The snapshots as five arrays (owner, task, instance, title, due time), for unnest() on PostgreSQL."""
+    return [
+        [r.owner_id for r in rows],
+        [r.task_id for r in rows],
+        [r.instance_id for r in rows],
+        [r.title for r in rows],
+        [r.due_at for r in rows],
+    ]
+
+
+def snapshot_rows(now: datetime, rows: Sequence[Snapshot]) -> list[list[Any]]:
+    """The snapshots as one parameter list per event (occurred at `now`), for SQLite's executemany."""
+    return [[now, r.owner_id, r.task_id, r.instance_id, r.title, r.due_at] for r in rows]
 
 
 async def record_event(

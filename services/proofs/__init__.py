@@ -17,7 +17,7 @@ from services.proofs.integration import (
     record_activity,
     signed_task,
 )
-from services.proofs.media import MediaPolicy, MediaUpload, submit_photo, submit_video
+from services.proofs.media import MediaPolicy, MediaUpload, submit_media
 from services.proofs.media_links import MEDIA_EXTENSIONS, link_is_valid, media_url
 from services.proofs.media_storage import remove_unreferenced, sweep_orphans_forever
 from services.proofs.review import (
@@ -55,7 +55,6 @@ __all__ = [
     "review_queue",
     "reviewable",
     "signed_task",
-    "submit_photo",
-    "submit_video",
+    "submit_media",
     "sweep_orphans_forever",
 ]

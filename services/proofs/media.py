@@ -83,7 +83,8 @@ def media_kind(
     )
 
 
-async def submit_photo(
+async def submit_media(
+    method: VerificationMethod,
     viewer: User,
     instance_id: str,
     upload: MediaUpload,
@@ -93,27 +94,13 @@ async def submit_photo(
     timing: ChainTiming,
     max_attempts: int,
 ) -> Verification:
+    """A PHOTO or VIDEO proof: the pipeline's cheap checks, then the kind's judge on the upload."""
+    judge_media = MEDIA_JUDGES[method]
+
     async def judge(target: ProofTarget) -> Judgement:
-        return await judge_photo(target, upload, policy)
+        return await judge_media(target, upload, policy)
 
-    kind = media_kind(VerificationMethod.PHOTO, upload, policy, judge)
-    return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
-
-
-async def submit_video(
-    viewer: User,
-    instance_id: str,
-    upload: MediaUpload,
-    *,
-    arrival: datetime,
-    policy: MediaPolicy,
-    timing: ChainTiming,
-    max_attempts: int,
-) -> Verification:
-    async def judge(target: ProofTarget) -> Judgement:
-        return await judge_video(target, upload, policy)
-
-    kind = media_kind(VerificationMethod.VIDEO, upload, policy, judge)
+    kind = media_kind(method, upload, policy, judge)
     return await prove(viewer, instance_id, kind, arrival=arrival, timing=timing, max_attempts=max_attempts)
 
 
@@ -130,6 +117,15 @@ async def judge_video(target: ProofTarget, upload: MediaUpload, policy: MediaPol
     if (media.duration_seconds or 0.0) < minimum:
         return _judgement(media, RejectionReason.TOO_SHORT)
     return _judgement(media, await media_reason(target, media))
+
+
+MediaJudge = Callable[[ProofTarget, MediaUpload, MediaPolicy], Awaitable[Judgement]]
+
+# the media kinds, each with its judge: the one place a new media kind is added
+MEDIA_JUDGES: dict[VerificationMethod, MediaJudge] = {
+    VerificationMethod.PHOTO: judge_photo,
+    VerificationMethod.VIDEO: judge_video,
+}
 
 
 def _judgement(media: Media, reason: RejectionReason | None) -> Judgement:

@@ -10,9 +10,7 @@ from models import InstanceStatus
 from observability.metrics import count_links_sent, count_reminder
 from services.kit import as_utc, connection, db_now, is_sqlite, send, write_transaction
 from services.reminders.reminders import reminder_messages
-from services.timers import PumpSettings, timer_statements
-
-_REMINDER_PUMP_LOCK_KEY = 7_311_003
+from services.timers import PumpSettings, TimerKind, take_pump_turn, timer_statements
 
 # Reminders of an instance that left PENDING (proved, missed, paused, rescheduled, deleted) are dropped
 # in one statement as they come near, so the chain's settlements never have to touch them.
@@ -44,12 +42,8 @@ async def claim_due_reminders(
     drop_sql, live_sql, claim_sql = _statements(sqlite)
     async with write_transaction():
         conn = connection()
-        if not sqlite:
-            got = await conn.execute_query_dict(
-                "SELECT pg_try_advisory_xact_lock($1) AS ok", [_REMINDER_PUMP_LOCK_KEY]
-            )
-            if not got[0]["ok"]:
-                return 0
+        if not await take_pump_turn(TimerKind.REMINDER):
+            return 0
         now = await db_now()
         horizon = now + timedelta(seconds=settings.link_horizon_seconds)
         dropped, _ = await conn.execute_query(drop_sql, [horizon])

@@ -21,7 +21,7 @@ from uuid import UUID
 from models import EventType, InstanceStatus
 from observability.metrics import count_reminder
 from observability.outages import report_failure
-from services.feed import announce_committed_events
+from services.feed import announce_committed_events, snapshot_columns, snapshot_rows
 from services.kit import as_utc, connection, db_now, is_sqlite, on_commit, write_transaction
 from services.reminders.fire import INSTANCE_OPEN, fire_reminder
 from services.timers import LinkArgs, SetGatherer
@@ -214,20 +214,11 @@ async def _read_fired(reminder_ids: list[str]) -> list[FiredReminder]:
 async def _write_events(fired: list[FiredReminder], now: datetime) -> None:
     conn = connection()
     if is_sqlite():
-        await conn.execute_many(
-            _EVENT_SQLITE, [[now, f.owner_id, f.task_id, f.instance_id, f.title, f.due_at] for f in fired]
-        )
+        await conn.execute_many(_EVENT_SQLITE, snapshot_rows(now, fired))
         return
     await conn.execute_query(
         _EVENTS_PG,
-        [
-            now,
-            [f.owner_id for f in fired],
-            [f.task_id for f in fired],
-            [f.instance_id for f in fired],
-            [f.title for f in fired],
-            [f.due_at for f in fired],
-        ],
+        [now, *snapshot_columns(fired)],
     )
 
 

@@ -15,9 +15,10 @@ message (services/tasks/pending_delivery.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from models import ReviewTimeoutPolicy, Task, TaskState
 from rules.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields
@@ -170,6 +171,42 @@ def _proposed_values(patch: TaskPatch, *, avoid: bool) -> dict[RuleField, Value]
     return values
 
 
+@dataclass(frozen=True)
+class _ScalarRule:
+    """A rule that is one field of an edit: it applies at once or waits as a whole."""
+
+    field: RuleField
+    part: Part
+    patch_field: str  # on TaskPatch
+    pending_field: str  # on PendingChange
+    waiting_value: Callable[[Any], Any] = lambda value: value  # what the pending change keeps of it
+
+
+# every rule but the geofence (whose three parts wait apart): one row per rule, read by split_rules
+_SCALAR_RULES = (
+    _ScalarRule(
+        RuleField.VIDEO_MIN_DURATION,
+        Part.VIDEO_MIN_DURATION,
+        "video_min_duration_seconds",
+        "video_min_duration_seconds",
+    ),
+    _ScalarRule(RuleField.PARTNER_REVIEW, Part.PARTNER_REVIEW, "partner", "partner_review"),
+    _ScalarRule(RuleField.ACTIVITY, Part.ACTIVITY, "activity", "activity_rule"),
+    # only dropping the requirement is easier, so what waits is always "optional"
+    _ScalarRule(
+        RuleField.CAPTURE_TIME,
+        Part.CAPTURE_OPTIONAL,
+        "require_capture_time",
+        "capture_time_optional",
+        lambda _: True,
+    ),
+    _ScalarRule(RuleField.QUOTA_COUNT, Part.QUOTA_COUNT, "quota_count", "quota_count"),
+    _ScalarRule(
+        RuleField.QUOTA_MIN_GAP, Part.QUOTA_MIN_GAP, "quota_min_gap_seconds", "quota_min_gap_seconds"
+    ),
+)
+
+
 def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange, frozenset[Part]]:
     """The rule part of an edit (gps, video, partner review): (applied at once, what waits, the waiting
     parts it supersedes). A rule the task does not have passes through to be refused."""
@@ -191,45 +228,16 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange,
             later = replace(later, gps_max_accuracy_meters=accuracy)
             accuracy = task.gps_max_accuracy_meters or accuracy
         gps = GpsRuleDraft(lat, lon, radius, accuracy, gps.avoid, gps.max_sample_gap_seconds)
-    video = patch.video_min_duration_seconds
-    if video is not None:
-        touched.add(Part.VIDEO_MIN_DURATION)
-        if RuleField.VIDEO_MIN_DURATION in waiting:
-            later, video = replace(later, video_min_duration_seconds=video), None
-    partner = patch.partner
-    if partner is not None:
-        touched.add(Part.PARTNER_REVIEW)
-        if RuleField.PARTNER_REVIEW in waiting:
-            later, partner = replace(later, partner_review=partner), None
-    activity = patch.activity
-    if activity is not None:
-        touched.add(Part.ACTIVITY)
-        if RuleField.ACTIVITY in waiting:
-            later, activity = replace(later, activity_rule=activity), None
-    capture = patch.require_capture_time
-    if capture is not None:
-        touched.add(Part.CAPTURE_OPTIONAL)
-        if RuleField.CAPTURE_TIME in waiting:
-            later, capture = replace(later, capture_time_optional=True), None
-    count, gap = patch.quota_count, patch.quota_min_gap_seconds
-    if count is not None:
-        touched.add(Part.QUOTA_COUNT)
-        if RuleField.QUOTA_COUNT in waiting:
-            later, count = replace(later, quota_count=count), None
-    if gap is not None:
-        touched.add(Part.QUOTA_MIN_GAP)
-        if RuleField.QUOTA_MIN_GAP in waiting:
-            later, gap = replace(later, quota_min_gap_seconds=gap), None
-    now = replace(
-        patch,
-        gps=gps,
-        video_min_duration_seconds=video,
-        partner=partner,
-        activity=activity,
-        require_capture_time=capture,
-        quota_count=count,
-        quota_min_gap_seconds=gap,
-    )
+    at_once: dict[str, Any] = {}
+    for rule in _SCALAR_RULES:
+        value = getattr(patch, rule.patch_field)
+        if value is None:
+            continue
+        touched.add(rule.part)
+        if rule.field in waiting:
+            later = replace(later, **{rule.pending_field: rule.waiting_value(value)})
+            at_once[rule.patch_field] = None
+    now = replace(patch, gps=gps, **at_once)
     return now, later, frozenset(touched)
 
 

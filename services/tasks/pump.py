@@ -14,9 +14,7 @@ from services.chain import ChainTiming, send_links
 from services.feed import announce_committed_events
 from services.kit import as_utc, connection, db_now, is_sqlite, write_transaction
 from services.tasks.pending_delivery import apply_overdue_changes, link_pending_changes
-from services.timers import PumpSettings, timer_statements
-
-_PUMP_LOCK_KEY = 7_311_002
+from services.timers import PumpSettings, TimerKind, take_pump_turn, timer_statements
 
 
 @dataclass(frozen=True)
@@ -34,12 +32,8 @@ async def claim_due_links(settings: PumpSettings, *, resend_overdue: bool = True
     live_sql, claim_sql = timer_statements("sqlite" if sqlite else "postgres")
     async with write_transaction():
         conn = connection()
-        if not sqlite:
-            got = await conn.execute_query_dict(
-                "SELECT pg_try_advisory_xact_lock($1) AS ok", [_PUMP_LOCK_KEY]
-            )
-            if not got[0]["ok"]:
-                return PumpTick(sent=0, live_before=0, skipped=True)
+        if not await take_pump_turn(TimerKind.CHAIN):
+            return PumpTick(sent=0, live_before=0, skipped=True)
         now = await db_now()
         overdue_s = settings.link_overdue_seconds
         cutoff = now - timedelta(seconds=overdue_s)

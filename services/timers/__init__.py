@@ -3,7 +3,7 @@ that turns concurrent links into sets, and the claim that hands rows over as the
 
 from __future__ import annotations
 
-from services.timers.claims import PumpSettings, timer_statements
+from services.timers.claims import PumpSettings, TimerKind, take_pump_turn, timer_statements
 from services.timers.link_batches import LINK_BATCH, Link, batched_messages
 from services.timers.set_gatherer import LinkArgs, SetGatherer, Waiter, hand_back
 
@@ -13,8 +13,10 @@ __all__ = [
     "LinkArgs",
     "PumpSettings",
     "SetGatherer",
+    "TimerKind",
     "Waiter",
     "batched_messages",
     "hand_back",
+    "take_pump_turn",
     "timer_statements",
 ]

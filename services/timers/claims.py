@@ -5,6 +5,29 @@ their own table."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+
+from services.kit import connection, is_sqlite
+
+
+class TimerKind(Enum):
+    """The tables the pump claims from, each its own advisory lock (any constants shared by every
+    process; the events' position step holds 7_311_001)."""
+
+    CHAIN = 7_311_002
+    REMINDER = 7_311_003
+    DELIVERY = 7_311_004
+
+
+async def take_pump_turn(kind: TimerKind) -> bool:
+    """Inside the claiming transaction: whether this process pumps `kind` this tick. One process at a time
+    on PostgreSQL (a lock held to the transaction's end; the others skip the tick); SQLite's one writer
+    serializes it already."""
+    if is_sqlite():
+        return True
+    got = await connection().execute_query_dict("SELECT pg_try_advisory_xact_lock($1) AS ok", [kind.value])
+    return bool(got[0]["ok"])
+
 
 # A link counts as lost once its fire_at is PROOFLOOP_LINK_OVERDUE_SECONDS past and, if it was resent,
 # the resend is that old times 2^(resends so far, at most 3): a worker busy with a backlog is not a lost

@@ -13,10 +13,9 @@ from datetime import timedelta
 from functools import cache
 
 from services.kit import as_utc, connection, db_now, is_sqlite, send, write_transaction
-from services.timers import PumpSettings
+from services.timers import PumpSettings, TimerKind, take_pump_turn
 from services.webhooks.outbox import delivery_message
 
-_DELIVERY_PUMP_LOCK_KEY = 7_311_004
 CLAIM_BATCH = 1000
 # a finished delivery's row (its outcome, for an operator's questions) is kept this long, as sent mail is
 KEEP_FINISHED = timedelta(days=30)
@@ -62,13 +61,9 @@ async def claim_due_deliveries(settings: PumpSettings) -> int:
     """One tick: link the deliveries entering the horizon, resend lost ones and forget a batch of old
     finished ones; how many were sent."""
     sqlite = is_sqlite()
-    async with write_transaction() as conn:
-        if not sqlite:
-            got = await conn.execute_query_dict(
-                "SELECT pg_try_advisory_xact_lock($1) AS ok", [_DELIVERY_PUMP_LOCK_KEY]
-            )
-            if not got[0]["ok"]:
-                return 0
+    async with write_transaction():
+        if not await take_pump_turn(TimerKind.DELIVERY):
+            return 0
         now = await db_now()
         horizon = now + timedelta(seconds=settings.link_horizon_seconds)
         overdue = now - timedelta(seconds=settings.link_overdue_seconds)
