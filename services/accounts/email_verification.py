@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from models import MailedTokenPurpose, User
-from services.accounts.mailed_tokens import live_token, new_token, use_token
-from services.kit import AttemptWindow, Conflict, db_now, write_transaction
+from services.accounts.mailed_tokens import live_token, new_token, use_token_of_address
+from services.kit import AttemptWindow, Conflict, write_transaction
 from services.mail import messages, queue_mail
 
 
@@ -26,8 +26,5 @@ async def verify_email(token: str) -> User:
     """Mark the token's account verified; BAD_USER_INPUT for an unknown, used or expired token."""
     async with write_transaction():
         row, user = await live_token(token, MailedTokenPurpose.VERIFY_EMAIL, lock=True)
-        await use_token(row)
-        if user.email_verified_at is None:
-            user.email_verified_at = await db_now()
-            await User.filter(id=user.id).update(email_verified_at=user.email_verified_at)
+        await use_token_of_address(row, user)
     return user

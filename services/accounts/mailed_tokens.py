@@ -47,3 +47,12 @@ async def use_token(row: MailedToken) -> None:
     """Spend the token (compare-and-set: of two requests with one token, one wins)."""
     if not await MailedToken.filter(id=row.id, used_at=None).update(used_at=await db_now()):
         raise BadInput("token", "unknown, used or expired token")
+
+
+async def use_token_of_address(row: MailedToken, user: User) -> None:
+    """Spend a token mailed to the account's address: it reached that address, so the address counts as
+    verified from now on."""
+    await use_token(row)
+    if user.email_verified_at is None:
+        user.email_verified_at = await db_now()
+        await User.filter(id=user.id).update(email_verified_at=user.email_verified_at)

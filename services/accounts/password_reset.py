@@ -6,9 +6,9 @@ import logging
 
 from models import MailedTokenPurpose, User
 from services.accounts.accounts import AccountRules, Session, normalize_email, set_password
-from services.accounts.mailed_tokens import live_token, new_token, use_token
+from services.accounts.mailed_tokens import live_token, new_token, use_token_of_address
 from services.accounts.passwords import check_password_policy
-from services.kit import RateLimited, db_now, remember_owner_address, write_transaction
+from services.kit import RateLimited, remember_owner_address, write_transaction
 from services.mail import messages, queue_mail
 
 log = logging.getLogger("proofloop.accounts")
@@ -44,10 +44,7 @@ async def reset_password(
     password_hash = await rules.passwords.hash(new_password)
     async with write_transaction():
         row, user = await live_token(token, MailedTokenPurpose.RESET_PASSWORD, lock=True)
-        await use_token(row)
-        if user.email_verified_at is None:
-            user.email_verified_at = await db_now()
-            await User.filter(id=user.id).update(email_verified_at=user.email_verified_at)
+        await use_token_of_address(row, user)
         issued = await set_password(user, password_hash, rules.token_ttl_seconds)
     await remember_owner_address(user.email, address)
     return issued
