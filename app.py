@@ -28,7 +28,7 @@ from runtime import close_database, configure_logging, open_database
 from schema.parse_cache import ValidDocuments
 from schema.schema import schema
 from services.accounts import PasswordHashing, accounts
-from services.feed import Announcer, feeds, use_announcer
+from services.feed import feeds
 from services.kit import NameLookups
 from services.partners import access
 from services.proofs import DecodeGate, sweep_orphans_forever
@@ -108,7 +108,6 @@ def create_app(settings: Settings | None = None) -> Starlette:
             database=database,
             redis=redis,
             hub=hub,
-            announcer=use_announcer(Announcer(wait=True)),
             passwords=passwords,
             decode_gate=decode_gate,
             documents=ValidDocuments(settings.document_cache_bytes),

@@ -17,7 +17,6 @@ from policies import ApiPolicies
 from realtime.hub import Hub
 from schema.parse_cache import ValidDocuments
 from services.accounts import PasswordHashing
-from services.feed import Announcer
 from services.kit import NameLookups
 from services.proofs import DecodeGate
 from settings import Settings
@@ -30,7 +29,6 @@ class ApiResources:
     database: BaseDBAsyncClient  # Tortoise's default connection (services reach it as kit.db.connection)
     redis: aioredis.Redis  # the process's general client (services reach it in realtime/redis_client.py)
     hub: Hub  # the live fan-out: one pub/sub connection, every subscription of this process
-    announcer: Announcer  # how this process's commits announce their events (it waits)
     passwords: PasswordHashing  # argon2's bounded thread pool
     decode_gate: DecodeGate  # the bound on concurrent media decodes
     documents: ValidDocuments  # parsed documents that passed validation, within a budget of bytes

@@ -4,13 +4,12 @@ them, progress and streaks."""
 from __future__ import annotations
 
 from services.feed.events import (
-    Announcer,
     Snapshot,
     announce_committed_events,
+    commits_wait_for_positions,
     record_event,
     snapshot_columns,
     snapshot_rows,
-    use_announcer,
 )
 from services.feed.feeds import readable_events
 from services.feed.progress import (
@@ -29,7 +28,6 @@ from services.feed.progress import (
 from services.feed.task_streaks import streaks_of
 
 __all__ = [
-    "Announcer",
     "CalendarAsk",
     "Completion",
     "DatedInstance",
@@ -41,6 +39,7 @@ __all__ = [
     "calendars",
     "check_days",
     "check_range",
+    "commits_wait_for_positions",
     "completions",
     "readable_events",
     "record_event",
@@ -48,5 +47,4 @@ __all__ = [
     "snapshot_rows",
     "streaks",
     "streaks_of",
-    "use_announcer",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -96,31 +97,33 @@ async def assign_positions() -> list[tuple[str, int]]:
     return [(str(r["user_id"]), int(r["position"])) for r in rows]
 
 
-async def announce_committed_events() -> None:
-    """Position what committed and wake the listeners; also the pump's backstop after a crash.
+# Whether a commit waits for its events' run. Requests do (a client that reads `events` right after its
+# mutation must find the event there); a worker's messages need not, so their links return sooner: the
+# worker's WorkerNotices middleware clears it for its threads (actors/notices.py).
+commits_wait_for_positions: ContextVar[bool] = ContextVar("commits_wait_for_positions", default=True)
 
-    Runs through the process's announcer (see `Announcer`), chosen by the process's resources.
-    """
-    await _process_announcer.request()
+
+async def announce_committed_events() -> None:
+    """Position what committed and wake the listeners; also the pump's backstop after a crash."""
+    await _announcer.request(wait=commits_wait_for_positions.get())
 
 
 class Announcer:
-    """Positions committed events and wakes listeners, sharing runs between concurrent callers.
+    """Positions committed events and wakes listeners, sharing runs between concurrent callers; one per
+    event loop, as the chain's link sender is.
 
     One who arrives while a run is under way waits for the next run, which starts after its own commit
     and so covers its rows: a burst of settlements takes a few serialized position steps, not one each.
-    `wait`: whether the committing call waits for its run. The API waits (a client that reads `events`
-    right after its mutation must find the event there); a worker need not, so its links return sooner.
     """
 
-    def __init__(self, *, wait: bool) -> None:
-        self.wait = wait
+    def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._next: asyncio.Future[None] | None = None
         self._running = False
         self._task: asyncio.Task[None] | None = None
 
-    async def request(self) -> None:
+    async def request(self, *, wait: bool) -> None:
+        """Ask for a run that covers what has committed; with `wait`, return once it has."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
             self._loop, self._next, self._running = loop, None, False
@@ -130,7 +133,7 @@ class Announcer:
         if not self._running:
             self._running = True
             self._task = loop.create_task(self._run())  # held: a running task must not be collected
-        if self.wait:
+        if wait:
             await asyncio.shield(waiting)
 
     async def _run(self) -> None:
@@ -152,13 +155,4 @@ class Announcer:
             self._running = False
 
 
-# a process whose resources chose none (a test, a script) waits, as the API does
-_process_announcer = Announcer(wait=True)
-
-
-def use_announcer(announcer: Announcer) -> Announcer:
-    """Set how this process announces its commits: called by the process's resources only (the API's
-    lifespan in app.py, the worker's WorkerNotices middleware)."""
-    global _process_announcer
-    _process_announcer = announcer
-    return announcer
+_announcer = Announcer()
