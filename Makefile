@@ -47,7 +47,7 @@ typecheck: install
 schema: install
 	$(BIN)/proofloop export-schema --output schema.graphql
 
-# docs/configuration.md is generated from settings.py (tests/unit/test_configuration_doc.py checks it)
+# docs/configuration.md is generated from settings.py (tests/operations/test_configuration_doc.py checks it)
 docs: install
 	$(BIN)/proofloop config-doc --output docs/configuration.md
 
@@ -65,10 +65,10 @@ TEST_PROCESSES ?= 4
 test: install $(CLIENT_CHECKS) lint typecheck schema-check
 	$(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile
 
-# while editing: the static checks and the unit tests, which start no API or worker process (about half a
-# minute; only tests/unit/test_outages.py reaches PostgreSQL)
+# while editing: the static checks and the unit tests (marked `unit`: they start no API or worker process;
+# about half a minute; only tests/operations/test_outages.py reaches PostgreSQL)
 test-fast: install lint typecheck schema-check
-	$(BIN)/pytest -n 2 tests/unit
+	$(BIN)/pytest -n 2 -m unit tests
 
 # the suite as CI's neighbours run it: one spinning process per core beside it (run before each submission)
 test-loaded: install

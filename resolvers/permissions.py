@@ -1,4 +1,4 @@
-"""Permission classes: every root field declares one (pinned by tests/unit/test_permissions.py)."""
+"""Permission classes: every root field declares one (pinned by tests/graphql/test_permissions.py)."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ __all__ = [
 REUSE_THRESHOLD = 8
 # Served copies are capped at this long side: plenty on a phone, and a 12 MP JPEG then decodes at half scale.
 CLEAN_MAX_SIDE = 2000
-# Peak bytes a decode costs per pixel it decodes (measured, tests/unit/test_photo.py): WebP's decoder holds
+# Peak bytes a decode costs per pixel it decodes (measured, tests/rules/test_photo.py): WebP's decoder holds
 # several full copies; JPEG counts the pixels left after DCT scaling.
 DECODE_BYTES_PER_PIXEL = {"JPEG": 24, "PNG": 9, "WEBP": 17, "HEIF": 11}
 _EXIF_IFD = 0x8769

@@ -30,7 +30,7 @@ __all__ = [
 
 SAMPLE_COUNT = 8
 # Max Hamming distance between two sampled frames' pHashes counted as the same picture. Measured on
-# generated 160x120 clips (tests/unit/test_video.py): re-encoded at 20-50 kbps (from ~50), frames sat 0-20
+# generated 160x120 clips (tests/rules/test_video.py): re-encoded at 20-50 kbps (from ~50), frames sat 0-20
 # bits from the original's, at least 6 of 8 within 16; other clips' frames were never closer than 20.
 # Video frames sit higher than photos (REUSE_THRESHOLD 12): low-bitrate P/B frames smear.
 FRAME_MATCH_THRESHOLD = 16

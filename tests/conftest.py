@@ -1,7 +1,9 @@
 """Shared fixtures: a fresh PostgreSQL database and a clean Redis database per test run, real servers.
 
 Nothing is faked: API tests talk to `proofloop serve` subprocesses over HTTP and websockets, chain tests
-to real `dramatiq` worker processes, all on the machine's PostgreSQL and Redis.
+to real `dramatiq` worker processes, all on the machine's PostgreSQL and Redis. Tests that arrange or read
+state in their own process get the ORM (`orm`), a plain connection (`db`), the broker (`broker`), and a
+database and redis-server of their own (`private_env`) for tests that stop, kill or flush workers.
 """
 
 from __future__ import annotations
@@ -10,11 +12,16 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncpg
+import dramatiq
 import pytest
 import redis
+from tortoise import Tortoise
 
+from actors.broker import configure_broker
 from harness.mailbox import Mailbox
 from harness.object_store import MotoServer
+from harness.private_services import PrivateRedis
 from harness.proofloop import (
     TEST_SECRET_KEY,
     ApiClient,
@@ -23,6 +30,8 @@ from harness.proofloop import (
     free_port,
     migrated_database,
 )
+from models.config import tortoise_config
+from settings import Settings
 
 
 def _redis_urls() -> tuple[str, str]:
@@ -119,3 +128,51 @@ async def api(server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox) ->
     """A client of the run's API; the worker delivers mail (verification links) to `mailbox`."""
     async with ApiClient(server.url, mailbox) as client:
         yield client
+
+
+# In-process access for the tests that arrange or read state directly: the ORM and a plain connection in
+# this process, the broker for sending links from it, and private databases for tests that crash workers.
+
+
+@pytest.fixture(scope="session")
+async def orm(database_url: str) -> AsyncIterator[None]:
+    """Tortoise in the test process, on the run's (migrated) PostgreSQL database."""
+    await Tortoise.init(
+        config=tortoise_config(Settings(database_url=database_url)), _enable_global_fallback=True
+    )
+    yield
+    await Tortoise.close_connections()
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A plain connection to the run's database, for reading and arranging rows by SQL."""
+    conn = await asyncpg.connect(database_url)
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture
+def broker(redis_url: str) -> Iterator[None]:
+    """Dramatiq's broker in this process, on the run's Redis: links sent here reach the run's worker."""
+    configure_broker(redis_url)
+    yield None
+    dramatiq.get_broker().close()
+
+
+@pytest.fixture
+def private_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A database and a redis-server of their own: for tests that stop, kill or flush workers (a database
+    index on the shared server would be another run's, whose workers would take these links)."""
+    with PrivateRedis() as private_redis, migrated_database("proofloop_chaos") as db_url:
+        redis_url = private_redis.url
+        yield {
+            "PROOFLOOP_DATABASE_URL": db_url,
+            "PROOFLOOP_REDIS_URL": redis_url,
+            "PROOFLOOP_DATA_DIR": str(tmp_path_factory.mktemp("private")),
+            "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
+            "PROOFLOOP_PUMP_INTERVAL_SECONDS": "1",
+            "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
+            "PROOFLOOP_SECRET_KEY": "test-secret-key",
+            "PROOFLOOP_WORKER_METRICS_PORT": "0",
+        }

@@ -10,7 +10,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from harness.proofloop import ServerProcess
-from tests.browser.test_graphiql_offline import SET_EDITOR, browser, open_graphiql, pytestmark
+from tests.support.graphiql import SET_EDITOR, browser, open_graphiql, pytestmark
 
 __all__ = ["browser", "pytestmark"]
 

@@ -1,0 +1,148 @@
+"""Appeals through the real API and worker: an automated rejection overturned, the window, one per instance,
+a denied appeal, and onTimeout at an appeal's own deadline."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+import pytest
+
+from harness.chain_support import eventually
+from harness.proofloop import (
+    ApiClient,
+    GraphQLFailure,
+    ServerProcess,
+    create_open_task,
+    open_schedule,
+    partner_pair,
+    row_key,
+)
+from tests.support.appeals import REVIEW, appeal, event_types, refused, status_of
+from tests.support.live import Feed, live_feed
+from tests.support.proofs_gps import MUNICH, check_in
+
+TASK = "query($id: ID!) { task(id: $id) { streak currentInstance { id dueAt } progress { r: completionRate(days: 7) } } }"
+
+
+async def settle(database_url: str, instance_id: str, status: str, hours_ago: float) -> None:
+    """Settle an instance as the chain would have, `hours_ago` (the read of the settlement is under test)."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        await conn.execute(
+            "UPDATE task_instances SET status = $2, settled_at = now() - make_interval(secs => $3),"
+            " fire_at = NULL, link_for = NULL WHERE id = $1",
+            uuid.UUID(row_key(instance_id)),
+            status,
+            hours_ago * 3600,
+        )
+    finally:
+        await conn.close()
+
+
+async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_chain(api: ApiClient) -> None:
+    owner, _, partner, _ = await partner_pair(api)
+    stranger, _ = await api.register()
+    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
+    task_id, instance_id = await create_open_task(api, owner, "GPS", schedule)
+    rejected = await check_in(api, owner, instance_id, MUNICH)
+    assert (rejected["status"], rejected["reason"]) == ("REJECTED", "OUTSIDE_GEOFENCE")
+
+    async def missed() -> bool:
+        return await status_of(api, owner, instance_id) == "MISSED"
+
+    await eventually(missed, 20, "the worker settled the instance MISSED at its deadline")
+    before = (await api.execute(TASK, {"id": task_id}, token=owner))["task"]
+    assert before["currentInstance"]["id"] != instance_id and before["streak"] == 0
+
+    assert await refused(api, stranger, verification=rejected["id"]) == ("NOT_FOUND", None)
+    assert (await refused(api, partner, verification=rejected["id"]))[0] == "FORBIDDEN"
+    assert await refused(api, owner, verification=rejected["id"], instance=instance_id) == (
+        "BAD_USER_INPUT",
+        "verificationId",
+    )
+
+    review = await appeal(api, owner, verification=rejected["id"])
+    assert (review["status"], review["method"], review["appealOf"]) == ("PENDING_REVIEW", "PARTNER", "MISSED")
+    assert review["instance"]["status"] == "PENDING_REVIEW" and review["instance"]["reviewDeadline"]
+    queue = (await api.execute("query { reviewQueue { id note } }", token=partner))["reviewQueue"]
+    assert {"id": review["id"], "note": "the GPS was off"} in queue
+    assert (await refused(api, owner, verification=rejected["id"]))[0] == "CONFLICT"
+    assert (await refused(api, owner, instance=instance_id))[0] == "CONFLICT"
+
+    decided = (await api.execute(REVIEW, {"id": review["id"], "approve": True}, token=partner))["review"]
+    assert (decided["status"], decided["instance"]["status"]) == ("ACCEPTED", "VERIFIED")
+    after = (await api.execute(TASK, {"id": task_id}, token=partner))["task"]
+    # the next instance stays as planned; the streak and progress read the new outcome
+    assert after["currentInstance"] == before["currentInstance"]
+    assert (after["streak"], after["progress"]["r"]) == (1, 1.0)
+    assert (await refused(api, owner, instance=instance_id))[0] == "CONFLICT"
+    # a partner's decision is no automated rejection; a stranger learns nothing of it
+    assert (await refused(api, owner, verification=review["id"]))[0] == "CONFLICT"
+    assert (await refused(api, stranger, verification=review["id"]))[0] == "NOT_FOUND"
+    types = await event_types(api, partner, instance_id)
+    assert types.index("MISSED") < types.index("APPEAL_REQUESTED") < types.index("APPEAL_DECIDED")
+
+
+async def next_of(feed: Feed, instance_id: str) -> dict[str, Any]:
+    while True:
+        event = await feed.next()
+        if event["instance"]["id"] == instance_id:
+            return event
+
+
+async def test_the_window_what_may_be_appealed_and_a_denied_appeal(
+    api: ApiClient, server: ServerProcess, database_url: str
+) -> None:
+    owner, owner_id, partner, _ = await partner_pair(api)
+    _, late = await create_open_task(api, owner, "PHOTO")
+    _, recent = await create_open_task(api, owner, "PHOTO")
+    _, still_open = await create_open_task(api, owner, "PHOTO")
+    await settle(database_url, late, "MISSED", hours_ago=49)  # the default window is 48 h
+    await settle(database_url, recent, "MISSED", hours_ago=1)
+
+    assert (await refused(api, owner, instance=late))[0] == "CONFLICT"
+    assert (await refused(api, owner, instance=still_open))[0] == "CONFLICT"
+    assert await status_of(api, owner, late) == "MISSED"
+
+    # from the start: a live-only feed may register after the appeal's event, which it would then never see
+    async with live_feed(server, partner, userId=owner_id, after="0") as feed:
+        review = await appeal(api, owner, instance=recent)
+        requested = await next_of(feed, recent)
+        assert (requested["type"], requested["instanceStatus"]) == ("APPEAL_REQUESTED", "PENDING_REVIEW")
+        decided = (await api.execute(REVIEW, {"id": review["id"], "approve": False}, token=partner))["review"]
+        told = await next_of(feed, recent)
+        assert (told["type"], told["instanceStatus"]) == ("APPEAL_DECIDED", "MISSED")
+    # denied: the instance keeps the outcome it had, and the instance has had its one appeal
+    assert (decided["status"], decided["reason"], decided["instance"]["status"]) == (
+        "REJECTED",
+        "PARTNER_REJECTED",
+        "MISSED",
+    )
+    assert (await refused(api, owner, instance=recent))[0] == "CONFLICT"
+    assert (await event_types(api, owner, recent))[-2:] == ["APPEAL_REQUESTED", "APPEAL_DECIDED"]
+
+
+async def test_on_timeout_decides_an_appeal_at_its_deadline(api: ApiClient, database_url: str) -> None:
+    owner, _, partner, _ = await partner_pair(api)
+    _, instance_id = await create_open_task(
+        api, owner, "PARTNER", partnerReview={"reviewWindowSeconds": 2, "onTimeout": "APPROVE"}
+    )
+    await settle(database_url, instance_id, "MISSED", hours_ago=0.1)
+    review = await appeal(api, owner, instance=instance_id)
+    assert review["appealOf"] == "MISSED"
+
+    async def decided() -> bool:
+        return await status_of(api, owner, instance_id) != "PENDING_REVIEW"
+
+    await eventually(decided, 20, "the worker applied onTimeout at the appeal's deadline")
+    assert await status_of(api, partner, instance_id) == "VERIFIED"
+
+    async def told() -> bool:  # an event is readable once positioned, just after its commit
+        return (await event_types(api, partner, instance_id))[-1] == "APPEAL_DECIDED"
+
+    await eventually(told, 10, "the partner reads the decision")
+    with pytest.raises(GraphQLFailure) as late:
+        await api.execute(REVIEW, {"id": review["id"], "approve": False}, token=partner)
+    assert late.value.code == "CONFLICT"

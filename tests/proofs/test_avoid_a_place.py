@@ -1,0 +1,112 @@
+"""Avoid-a-place goals through the real API: the owner's phone reports location samples in batches, and
+at the due time the chain judges them: REJECTED with ENTERED_AVOIDED_PLACE (and when) for one sample
+certainly inside, VERIFIED when the samples cover the window, REJECTED with NOT_ENOUGH_SAMPLES when they do
+not. Samples keep no position, are deleted once judged, and no partner ever sees one."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import pytest
+
+from harness.proofloop import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
+from services.kit import decode_id
+from tests.support.avoid_a_place import OUTSIDE, avoid_rule, judged, report, sample, soon
+
+CHECK_IN = """mutation($id: ID!) { checkIn(instanceId: $id, location: {latitude: 52.52, longitude: 13.405},
+  accuracyMeters: 10) { id } }"""
+
+
+async def samples_kept(database_url: str, instance_id: str) -> int:
+    conn = await asyncpg.connect(database_url)
+    try:
+        count: int = await conn.fetchval(
+            "SELECT count(*) FROM location_samples WHERE instance_id = $1",
+            decode_id(instance_id, "TaskInstance"),
+        )
+        return count
+    finally:
+        await conn.close()
+
+
+async def test_one_sample_inside_rejects_and_partners_see_when_not_where(
+    api: ApiClient, database_url: str
+) -> None:
+    owner, _, partner, _ = await partner_pair(api)
+    _, instance_id = await create_open_task(api, owner, "GPS", soon(20), gps=avoid_rule())
+    inside = sample(BERLIN, 3)
+    kept = await report(api, owner, instance_id, [sample(OUTSIDE, 15), inside, sample(OUTSIDE, 1)])
+    assert kept == {"accepted": 3, "ignored": 0, "total": 3}
+    assert await samples_kept(database_url, instance_id) == 3
+
+    for token in (owner, partner):
+        [verdict] = (await judged(api, token, instance_id))["verifications"]
+        assert (verdict["status"], verdict["reason"]) == ("REJECTED", "ENTERED_AVOIDED_PLACE")
+        assert datetime.fromisoformat(verdict["enteredAt"]) == datetime.fromisoformat(inside["recordedAt"])
+        assert verdict["location"] is None and verdict["distanceMeters"] is None  # no position, for anyone
+    assert (await judged(api, owner, instance_id))["status"] == "REJECTED"
+    assert await samples_kept(database_url, instance_id) == 0  # judged: the samples are gone
+
+
+async def test_covering_samples_verify_and_the_chain_goes_on(api: ApiClient) -> None:
+    token, _ = await api.register()
+    task_id, instance_id = await create_open_task(api, token, "GPS", soon(20), gps=avoid_rule())
+    # a vague fix at the edge is not "inside": only a whole accuracy circle inside convicts
+    edge = (BERLIN[0] + 0.0012, BERLIN[1])  # ~133 m from the centre of a 150 m place, accuracy 40 m
+    assert (await report(api, token, instance_id, [sample(OUTSIDE, 10), sample(edge, 2, accuracy=40)]))[
+        "accepted"
+    ] == 2
+    instance = await judged(api, token, instance_id)
+    assert instance["status"] == "VERIFIED"
+    assert [(v["method"], v["status"], v["reason"]) for v in instance["verifications"]] == [
+        ("GPS", "ACCEPTED", None)
+    ]
+    task = await api.execute(
+        "query($id: ID!) { task(id: $id) { streak currentInstance { id } } }", {"id": task_id}, token=token
+    )
+    assert task["task"]["streak"] == 1 and task["task"]["currentInstance"]["id"] != instance_id
+
+
+async def test_too_few_samples_or_none_is_its_own_outcome_not_a_miss(api: ApiClient) -> None:
+    token, _ = await api.register()
+    # a window of 90 s and one sample 80 s before the due time: 80 s uncovered, more than the 60 allowed
+    _, sparse = await create_open_task(api, token, "GPS", soon(90), gps=avoid_rule())
+    _, silent = await create_open_task(api, token, "GPS", soon(90), gps=avoid_rule())
+    await report(api, token, sparse, [sample(OUTSIDE, 76)])
+    for instance_id in (sparse, silent):
+        instance = await judged(api, token, instance_id)
+        assert instance["status"] == "REJECTED"
+        assert [v["reason"] for v in instance["verifications"]] == ["NOT_ENOUGH_SAMPLES"]
+
+
+async def test_reports_are_checked_and_only_the_owners_count(api: ApiClient) -> None:
+    owner, _, partner, _ = await partner_pair(api)
+    _, instance_id = await create_open_task(api, owner, "GPS", open_schedule(600), gps=avoid_rule())
+    ignored = await report(
+        api, owner, instance_id, [sample(OUTSIDE, 4000), sample(OUTSIDE, 5, accuracy=80), sample(OUTSIDE, 5)]
+    )
+    assert ignored == {"accepted": 1, "ignored": 2, "total": 1}  # before the window; vaguer than 50 m
+    refusals: list[tuple[str, list[dict[str, Any]], str, str | None]] = [
+        (owner, [sample(OUTSIDE, 5)] * 501, "BAD_USER_INPUT", "samples"),
+        (owner, [], "BAD_USER_INPUT", "samples"),
+        (owner, [{**sample(OUTSIDE, 5), "latitude": 91}], "BAD_USER_INPUT", "samples.0.latitude"),
+        (owner, [sample(OUTSIDE, -600)], "BAD_USER_INPUT", "samples.0.recordedAt"),  # in the future
+        (partner, [sample(OUTSIDE, 5)], "FORBIDDEN", None),
+    ]
+    for token, samples, code, field in refusals:
+        with pytest.raises(GraphQLFailure) as refused:
+            await report(api, token, instance_id, samples)
+        assert (refused.value.code, refused.value.field) == (code, field)
+    with pytest.raises(GraphQLFailure) as wrong_proof:
+        await api.execute(CHECK_IN, {"id": instance_id}, token=owner)
+    assert (wrong_proof.value.code, wrong_proof.value.field) == ("BAD_USER_INPUT", "instanceId")
+
+    _, plain = await create_open_task(api, owner, "GPS")
+    with pytest.raises(GraphQLFailure) as not_avoid:
+        await report(api, owner, plain, [sample(OUTSIDE, 5)])
+    assert (not_avoid.value.code, not_avoid.value.field) == ("BAD_USER_INPUT", "instanceId")
+    with pytest.raises(GraphQLFailure) as gap_alone:
+        await create_open_task(api, owner, "GPS", gps={**avoid_rule(), "avoid": False})
+    assert gap_alone.value.field == "input.gps.maxSampleGapSeconds"

