@@ -1,7 +1,7 @@
 """Idle precision: 200 links one at a time, lateness = settled_at - fire_at.
 
 Proofloop: every ~120 ms this process creates a one-off task due 1 s later through the real path
-(services.tasks.tasks.create_task in a write transaction, so the chain sends its own link after commit);
+(services.tasks.tasks.create_task_planned in a write transaction, so the chain sends its own link after commit);
 one worker (1 process x 8 threads) settles each instance MISSED at its fire_at. Raw Dramatiq: 200 no-op
 messages delayed 1 s, one every ~120 ms, on the same private Redis with the same worker settings.
 Targets: Proofloop p50 <= 100 ms, p99 <= 250 ms.
@@ -54,7 +54,7 @@ async def proofloop_precision(env: BenchEnv) -> tuple[Lateness, int]:
     from rules.recurrence import Schedule
     from services.chain.chain import ChainTiming
     from services.tasks.drafts import TaskDraft
-    from services.tasks.tasks import create_task
+    from services.tasks.tasks import create_task_planned
 
     worker = env.proofloop_worker()
     db = await asyncpg.connect(env.database_url)
@@ -78,7 +78,9 @@ async def proofloop_precision(env: BenchEnv) -> tuple[Lateness, int]:
                     grace_seconds=0,
                 ),
             )
-            await create_task(owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000)
+            await create_task_planned(
+                owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000
+            )
             await asyncio.sleep(max(0.0, EVERY_S - (time.monotonic() - started)))
         state = await wait_batch_settled(db, "idle", time.monotonic() + DUE_IN_S + 15)
         if state.settled < state.total:

@@ -2,7 +2,7 @@
 
 Proofloop: 20,000 one-off tasks whose PENDING instance is due a day away are inserted by SQL (fire_at
 outside the 300 s horizon, so they stay in the database: no message), then this process creates 500
-one-off tasks due 10 s later through the real path (services.tasks.tasks.create_task: the chain sends each link
+one-off tasks due 10 s later through the real path (services.tasks.tasks.create_task_planned: the chain sends each link
 after commit). Raw Dramatiq, on the same private Redis with the same worker settings (1 process x
 8 threads, worker_timeout 100 ms): 20,000 no-op messages delayed 1 hour are sent first, then 500 due in
 10 s; the wait is capped at ~60 s after the first of the 500 was sent, and the ones that had not run by then
@@ -91,7 +91,7 @@ async def proofloop_starvation(env: BenchEnv) -> Starvation:
     from rules.recurrence import Schedule
     from services.chain.chain import ChainTiming
     from services.tasks.drafts import TaskDraft
-    from services.tasks.tasks import create_task
+    from services.tasks.tasks import create_task_planned
 
     db = await asyncpg.connect(env.database_url)
     owner_id = await bench_user(db)
@@ -117,7 +117,9 @@ async def proofloop_starvation(env: BenchEnv) -> Starvation:
                         grace_seconds=0,
                     ),
                 )
-                await create_task(owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000)
+                await create_task_planned(
+                    owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000
+                )
             say(
                 f"Proofloop: {NEAR} tasks due in {NEAR_DUE_S:.0f} s created in {time.monotonic() - started:.1f} s"
             )

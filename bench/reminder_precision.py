@@ -1,6 +1,6 @@
 """Reminder precision: lateness = fired_at - remind_at of DUE_SOON reminders, one at a time and in a burst.
 
-Idle: every ~120 ms this process creates a one-off task through the real path (services.tasks.tasks.create_task)
+Idle: every ~120 ms this process creates a one-off task through the real path (services.tasks.tasks.create_task_planned)
 with one reminder "at open", its window opening 1 s later (due in a minute), so the chain links the
 reminder itself after commit. Burst: 500 such tasks whose windows all open at the same instant, 12 s
 after the first is created. One worker (1 process x 8 threads) fires them. Worker CPU per reminder (every
@@ -56,7 +56,7 @@ async def _create(owner: object, title: str, opens_at: datetime) -> None:
     from services.chain.chain import ChainTiming
     from services.reminders.reminders import ReminderOffset
     from services.tasks.drafts import TaskDraft
-    from services.tasks.tasks import create_task
+    from services.tasks.tasks import create_task_planned
 
     assert isinstance(owner, User)
     draft = TaskDraft(
@@ -73,7 +73,7 @@ async def _create(owner: object, title: str, opens_at: datetime) -> None:
         reminders=(ReminderOffset(ReminderAnchor.OPENS, 0),),
     )
     timing = ChainTiming(link_horizon_seconds=300)
-    await create_task(owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000)
+    await create_task_planned(owner, draft, min_interval_seconds=60, timing=timing, max_tasks=1_000_000)
 
 
 async def _wait_fired(db: asyncpg.Connection, batch: str, until: float) -> tuple[int, int, int, list[float]]:

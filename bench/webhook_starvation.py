@@ -95,7 +95,7 @@ async def _create(owner_id: str, title: str, starts_at: datetime, rrule: str | N
     from services.chain.chain import ChainTiming
     from services.reminders.reminders import ReminderOffset
     from services.tasks.drafts import TaskDraft
-    from services.tasks.tasks import create_task
+    from services.tasks.tasks import create_task_planned
 
     offsets = (ReminderOffset(ReminderAnchor.OPENS, 0), ReminderOffset(ReminderAnchor.DUE, 1))
     draft = TaskDraft(
@@ -108,7 +108,9 @@ async def _create(owner_id: str, title: str, starts_at: datetime, rrule: str | N
         reminders=offsets if reminders else (),
     )
     owner = await User.get(id=owner_id)
-    await create_task(owner, draft, min_interval_seconds=1, timing=ChainTiming(300), max_tasks=1_000_000)
+    await create_task_planned(
+        owner, draft, min_interval_seconds=1, timing=ChainTiming(300), max_tasks=1_000_000
+    )
 
 
 async def _phase(db: asyncpg.Connection, name: str, webhooks: bool) -> tuple[Lateness, int, int, int]:

@@ -88,15 +88,6 @@ class CreatedTask:
     instance: TaskInstance | None  # its first instance; None when it ended at once (a one-off now past)
 
 
-async def create_task(
-    owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
-) -> Task:
-    created = await create_task_planned(
-        owner, draft, min_interval_seconds=min_interval_seconds, timing=timing, max_tasks=max_tasks
-    )
-    return created.task
-
-
 async def create_task_planned(
     owner: User, draft: TaskDraft, *, min_interval_seconds: int, timing: ChainTiming, max_tasks: int
 ) -> CreatedTask:

@@ -13,7 +13,7 @@ from harness.chain_support import photo_draft
 from models import Event, EventType, InstanceStatus, Task, TaskInstance, User
 from rules.quota import Period, Quota
 from services.chain.chain import ChainTiming, FireOutcome, fire
-from services.tasks.tasks import create_task
+from services.tasks.tasks import create_task_planned
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)  # plan without sending: this test calls fire itself
 
@@ -31,7 +31,9 @@ async def _user_with_tasks(count: int, quota: Quota | None = None) -> Task:
     user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
     draft = photo_draft() if quota is None else replace(photo_draft(rrule=None), quota=quota)
     tasks = [
-        await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
+        (
+            await create_task_planned(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
+        ).task
         for _ in range(count)
     ]
     return tasks[0]

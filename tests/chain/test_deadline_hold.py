@@ -17,7 +17,7 @@ from services.chain.chain import ChainTiming
 from services.kit.db import db_now
 from services.proofs.pipeline import holding_deadline, new_verification, proof_target, record_outcome
 from services.tasks.drafts import TaskDraft
-from services.tasks.tasks import create_task
+from services.tasks.tasks import create_task_planned
 
 TIMING = ChainTiming(link_horizon_seconds=300)
 
@@ -31,7 +31,7 @@ async def _instance_due_soon() -> tuple[User, TaskInstance]:
         method=VerificationMethod.PHOTO,
         schedule=Schedule(starts_at=due, rrule=None, timezone="UTC", window_seconds=60, grace_seconds=0),
     )
-    task = await create_task(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)
+    task = (await create_task_planned(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)).task
     return user, await TaskInstance.get(task_id=task.id)
 
 

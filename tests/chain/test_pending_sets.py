@@ -30,7 +30,7 @@ from services.tasks.drafts import GpsRuleDraft, PartnerRuleDraft, TaskDraft
 from services.tasks.pending_change import PendingChange, WaitingShape
 from services.tasks.pending_changes import apply_pending_change, apply_pending_changes, eventual_due_times
 from services.tasks.pending_delivery import apply_changes_of
-from services.tasks.tasks import create_task
+from services.tasks.tasks import create_task_planned
 
 TIMING = ChainTiming(link_horizon_seconds=0)  # nothing linked: these tasks stay out of the run's worker
 GPS = GpsRuleDraft(latitude=52.52, longitude=13.405, radius_meters=150, max_accuracy_meters=100)
@@ -111,7 +111,9 @@ async def _task(
         ),
         **rules,  # type: ignore[arg-type]
     )
-    task = await create_task(owner, draft, min_interval_seconds=1, timing=TIMING, max_tasks=100)
+    task = (
+        await create_task_planned(owner, draft, min_interval_seconds=1, timing=TIMING, max_tasks=100)
+    ).task
     # due in a day: far beyond every link horizon, so only this test applies it
     effective_at = await db_now() + timedelta(days=1)
     await Task.filter(id=task.id).update(pending_change=change.columns(), pending_effective_at=effective_at)

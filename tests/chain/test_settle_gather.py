@@ -12,7 +12,7 @@ from harness.chain_support import photo_draft
 from models import InstanceStatus, Task, TaskInstance, User
 from services.chain.chain import ChainTiming
 from services.chain.settle_reads import read_due_in_seconds
-from services.tasks.tasks import create_task
+from services.tasks.tasks import create_task_planned
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)
 
@@ -21,7 +21,9 @@ async def _pending_instances(count: int) -> list[TaskInstance]:
     user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
     draft = photo_draft()
     tasks: list[Task] = [
-        await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
+        (
+            await create_task_planned(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
+        ).task
         for _ in range(count)
     ]
     return [await TaskInstance.get(task_id=t.id, status=InstanceStatus.PENDING) for t in tasks]

@@ -14,7 +14,7 @@ from harness.chain_support import photo_draft
 from models import InstanceStatus, Task, TaskInstance, User
 from services.chain.batch import settle_chunk
 from services.chain.chain import ChainTiming, fire
-from services.tasks.tasks import create_task
+from services.tasks.tasks import create_task_planned
 
 NO_LINKS = ChainTiming(link_horizon_seconds=0)
 # what names a row or stamps the moment it was written, not what the rule decided
@@ -26,7 +26,9 @@ async def _identical_tasks(rrule: str | None, count: int) -> list[Task]:
     user = await User.create(email=f"{uuid.uuid4().hex}@example.com", display_name="n", password_hash="x")
     draft = photo_draft(title="Paths", rrule=rrule)
     return [
-        await create_task(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
+        (
+            await create_task_planned(user, draft, min_interval_seconds=60, timing=NO_LINKS, max_tasks=count)
+        ).task
         for _ in range(count)
     ]
 

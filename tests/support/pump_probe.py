@@ -20,7 +20,7 @@ from runtime import close_database, open_database
 from services.chain.chain import ChainTiming
 from services.kit.db import db_now
 from services.tasks.pump import claim_due_links
-from services.tasks.tasks import create_task
+from services.tasks.tasks import create_task_planned
 from services.timers.claims import PumpSettings
 from settings import Settings
 
@@ -29,7 +29,9 @@ PUMP = PumpSettings(link_horizon_seconds=300, link_overdue_seconds=2, max_outsta
 
 async def _instance(owner: User) -> TaskInstance:
     draft = photo_draft(title="Probe", rrule=None, window_seconds=60)
-    task = await create_task(owner, draft, min_interval_seconds=60, timing=ChainTiming(0), max_tasks=10)
+    task = (
+        await create_task_planned(owner, draft, min_interval_seconds=60, timing=ChainTiming(0), max_tasks=10)
+    ).task
     return await TaskInstance.get(task_id=task.id)
 
 

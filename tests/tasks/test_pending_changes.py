@@ -19,7 +19,7 @@ from services.chain.chain import ChainTiming, FireOutcome, fire, lock_task
 from services.kit.db import db_now, write_transaction
 from services.tasks.drafts import GpsRuleDraft, TaskDraft
 from services.tasks.pending_changes import lock_with_due_change
-from services.tasks.tasks import create_task
+from services.tasks.tasks import create_task_planned
 
 TIMING = ChainTiming(link_horizon_seconds=0)  # nothing linked: this test fires by hand
 
@@ -36,7 +36,7 @@ async def _task(method: VerificationMethod, due_in: float, **rules: object) -> t
         ),
         **rules,  # type: ignore[arg-type]
     )
-    task = await create_task(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)
+    task = (await create_task_planned(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)).task
     return task, await TaskInstance.get(task_id=task.id)
 
 
@@ -112,7 +112,7 @@ async def test_a_waiting_lower_count_that_comes_due_verifies_a_period_already_ho
         ),
         quota=Quota(3, Period.WEEK),
     )
-    task = await create_task(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)
+    task = (await create_task_planned(user, draft, min_interval_seconds=1, timing=TIMING, max_tasks=10)).task
     week = await TaskInstance.get(task_id=task.id)
     await TaskInstance.filter(id=week.id).update(proofs_counted=2)
     await _hold(task, {"quota_count": 2, "quota_min_gap_seconds": 0})
