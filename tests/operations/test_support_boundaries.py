@@ -1,6 +1,6 @@
 """Benchmarks and the harness they share with the tests import nothing from tests/, and the service imports
 neither: a benchmark runs from a checkout without the test suite's modules, and no test helper reaches
-production code."""
+production code. Inside tests/, what is shared lives in tests/support/: a test module imports no other."""
 
 from __future__ import annotations
 
@@ -18,14 +18,19 @@ SERVICE = (
 )
 
 
-def imported_roots(path: Path) -> set[str]:
-    roots: set[str] = set()
+def imported_modules(path: Path) -> set[str]:
+    """The absolute modules `path` imports (relative imports are left out: the suite uses none)."""
+    modules: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
+            modules.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            roots.add(node.module.split(".")[0])
-    return roots
+            modules.add(node.module)
+    return modules
+
+
+def imported_roots(path: Path) -> set[str]:
+    return {module.split(".")[0] for module in imported_modules(path)}
 
 
 def modules_of(*names: str) -> list[Path]:
@@ -50,6 +55,30 @@ def test_bench_and_the_harness_import_nothing_from_tests() -> None:
 
 def test_the_service_imports_no_harness_bench_or_tests() -> None:
     assert importers(modules_of(*SERVICE), {"tests", "harness", "bench"}) == []
+
+
+def outside_support(module: str) -> bool:
+    return module.startswith("tests.") and not (
+        module == "tests.support" or module.startswith("tests.support.")
+    )
+
+
+def test_tests_share_helpers_only_through_tests_support() -> None:
+    modules = [p for p in sorted((ROOT / "tests").rglob("*.py")) if "node_modules" not in p.parts]
+    crossing = [
+        f"{p.relative_to(ROOT)}: {sorted(filter(outside_support, imported_modules(p)))}"
+        for p in modules
+        if any(map(outside_support, imported_modules(p)))
+    ]
+    assert crossing == []
+
+
+def test_the_check_sees_a_test_module_imported_by_another(tmp_path: Path) -> None:
+    module = tmp_path / "test_m.py"
+    module.write_text(
+        "from tests.support.live import x\nfrom tests.chain.test_chain import y\nimport tests.support\n"
+    )
+    assert sorted(filter(outside_support, imported_modules(module))) == ["tests.chain.test_chain"]
 
 
 def test_the_check_sees_a_forbidden_import(tmp_path: Path) -> None:
