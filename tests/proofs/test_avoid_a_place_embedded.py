@@ -3,23 +3,12 @@ the samples at the due time (the row path, which SQLite's set statements leave t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from harness.proofloop import BERLIN, ApiClient, create_open_task
 from tests.support.avoid_a_place import OUTSIDE, avoid_rule, judged, report, sample, soon
-from tests.support.dev import dev_running
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiClient]:
-    with dev_running(tmp_path_factory.mktemp("embedded-avoid")) as url:
-        yield ApiClient(url)
-
-
-async def test_avoid_a_place_on_sqlite(embedded: ApiClient) -> None:
-    api = embedded
+async def test_avoid_a_place_on_sqlite(embedded_api: ApiClient) -> None:
+    api = embedded_api
     token, _ = await api.register()
     _, entered = await create_open_task(api, token, "GPS", soon(20), gps=avoid_rule())
     _, stayed_out = await create_open_task(api, token, "GPS", soon(20), gps=avoid_rule())

@@ -5,23 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-
-import pytest
 
 from harness.proofloop import ApiClient
-from tests.support.dev import dev_running
 from tests.support.integrations import activity, code_of, connected_task, verifications
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiClient]:
-    with dev_running(tmp_path_factory.mktemp("embedded-integrations")) as url:
-        yield ApiClient(url)
-
-
-async def test_an_event_and_its_concurrent_copies_make_one_proof_on_sqlite(embedded: ApiClient) -> None:
-    api = embedded
+async def test_an_event_and_its_concurrent_copies_make_one_proof_on_sqlite(embedded_api: ApiClient) -> None:
+    api = embedded_api
     token, _ = await api.register()
     _, instance_id, sender = await connected_task(api, api.url, token)
     body = json.dumps(activity()).encode()

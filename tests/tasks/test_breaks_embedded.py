@@ -4,25 +4,15 @@ instance it covers and the chain plans after it, and a task with a break ahead i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-
-import pytest
 
 from harness.chain_support import eventually
 from harness.proofloop import ApiClient, create_open_task, open_schedule
 from tests.support.breaks import day_in, due_of, schedule, task_view
-from tests.support.dev import dev_running
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiClient]:
-    with dev_running(tmp_path_factory.mktemp("embedded-breaks")) as url:
-        yield ApiClient(url)
-
-
-async def test_breaks_on_sqlite(embedded: ApiClient) -> None:
-    api = embedded
+async def test_breaks_on_sqlite(embedded_api: ApiClient) -> None:
+    api = embedded_api
     token, _ = await api.register()
     daily, _ = await create_open_task(api, token, "GPS", open_schedule(starts_in_seconds=600))
     first = due_of((await task_view(api, token, daily))["currentInstance"])
