@@ -26,7 +26,7 @@ from services.chain.links import send_links_after_commit
 from services.chain.settle_reads import LinkedRow, read_due_in_seconds, read_named, whole_second
 from services.chain.settle_sql import ClaimedRow, PlannedRow, claim_and_settle, write_settlements
 from services.feed import announce_committed_events
-from services.kit import db_now, on_commit, write_transaction
+from services.kit import PerLoop, db_now, on_commit, write_transaction
 from services.reminders import Occurrence, offsets_from, plan_reminders_of
 from services.schedules import DueTimes, due_times_after, prefetch_many, window_for
 from services.timers import LinkArgs, Waiter, hand_back
@@ -210,7 +210,7 @@ async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[LinkA
 
     Returns the links left undelivered because their task's pending change came due first: the caller
     applies those changes and delivers these links again (actors/chain.py)."""
-    leftover = await _gatherer.settle(links, timing)
+    leftover = await _gatherers.get().settle(links, timing)
     results: list[FireOutcome | BaseException] = await asyncio.gather(
         *(fire(instance_id, link_no, timing) for instance_id, link_no in leftover), return_exceptions=True
     )
@@ -232,7 +232,6 @@ class _Gatherer:
     link was sent for, so two processes split a herd by its messages instead of reading it twice."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: list[Waiter] = []
         self._draining: list[datetime] = []
         self._busy: set[str] = set()
@@ -243,9 +242,6 @@ class _Gatherer:
 
     async def settle(self, links: list[LinkArgs], timing: ChainTiming) -> list[LinkArgs]:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
-            self._loop, self._waiting, self._draining, self._busy = loop, [], [], set()
-            self._wake, self._reading, self._task, self._shared = asyncio.Event(), asyncio.Lock(), None, False
         waiter: asyncio.Future[list[LinkArgs]] = loop.create_future()
         self._waiting.append((links, waiter))
         self._wake.set()
@@ -297,4 +293,4 @@ class _Gatherer:
         self._wake.set()
 
 
-_gatherer = _Gatherer()
+_gatherers = PerLoop(_Gatherer)

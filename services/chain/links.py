@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from observability.metrics import count_links_sent
 from observability.outages import report_failure
-from services.kit import Outgoing, on_commit, send
+from services.kit import Outgoing, PerLoop, on_commit, send
 from services.timers import LINK_BATCH as LINK_BATCH
 from services.timers import Link as Link
 from services.timers import batched_messages
@@ -45,7 +45,7 @@ def send_links_after_commit(links: list[Link]) -> None:
     count_links_sent("chain", len(links))
 
     async def hand_over() -> None:
-        _sender.add(links)
+        _senders.get().add(links)
 
     on_commit(hand_over)
 
@@ -54,17 +54,13 @@ class _LinkSender:
     """Per event loop: holds committed links briefly and sends them grouped (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._held: list[Link] = []
         self._send_by: float | None = None  # loop time at which the held links must leave
-        self._wakeup: asyncio.Event | None = None
+        self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def add(self, links: list[Link]) -> None:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
-            self._loop, self._held, self._send_by, self._task = loop, [], None, None
-            self._wakeup = asyncio.Event()
         self._held.extend(links)
         now = datetime.now(UTC)
         soonest = min((fire_at - now).total_seconds() for _, _, fire_at in links)
@@ -72,17 +68,15 @@ class _LinkSender:
         send_by = loop.time() + wait
         if self._send_by is None or send_by < self._send_by:
             self._send_by = send_by
-            assert self._wakeup is not None
             self._wakeup.set()
         if self._task is None or self._task.done():
             self._task = loop.create_task(self._run())  # held: a running task must not be collected
 
     async def _run(self) -> None:
-        assert self._loop is not None
-        assert self._wakeup is not None
+        loop = asyncio.get_running_loop()
         while self._held:
             assert self._send_by is not None
-            delay = self._send_by - self._loop.time()
+            delay = self._send_by - loop.time()
             if delay > 0:
                 self._wakeup.clear()
                 try:
@@ -104,4 +98,4 @@ class _LinkSender:
                 )
 
 
-_sender = _LinkSender()
+_senders = PerLoop(_LinkSender)

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from models import Event, EventType, Task, TaskInstance, Verification
 from observability.outages import report_failure
 from realtime import notices
-from services.kit import connection, is_sqlite, on_commit, write_transaction
+from services.kit import PerLoop, connection, is_sqlite, on_commit, write_transaction
 
 log = logging.getLogger("proofloop.events")
 
@@ -105,7 +105,7 @@ commits_wait_for_positions: ContextVar[bool] = ContextVar("commits_wait_for_posi
 
 async def announce_committed_events() -> None:
     """Position what committed and wake the listeners; also the pump's backstop after a crash."""
-    await _announcer.request(wait=commits_wait_for_positions.get())
+    await _announcers.get().request(wait=commits_wait_for_positions.get())
 
 
 class Announcer:
@@ -117,7 +117,6 @@ class Announcer:
     """
 
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._next: asyncio.Future[None] | None = None
         self._running = False
         self._task: asyncio.Task[None] | None = None
@@ -125,8 +124,6 @@ class Announcer:
     async def request(self, *, wait: bool) -> None:
         """Ask for a run that covers what has committed; with `wait`, return once it has."""
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
-            self._loop, self._next, self._running = loop, None, False
         if self._next is None:
             self._next = loop.create_future()
         waiting = self._next
@@ -155,4 +152,4 @@ class Announcer:
             self._running = False
 
 
-_announcer = Announcer()
+_announcers = PerLoop(Announcer)

@@ -1,5 +1,6 @@
 """Shared infrastructure every domain uses: transactions and after-commit hooks, messages sent after
-commit, errors, ids, instants, keyset paging, rate limits, and the address checks for outbound calls."""
+commit, errors, ids, instants, keyset paging, rate limits, the address checks for outbound calls, and
+state kept per event loop (`PerLoop`)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from services.kit.paging import (
     parse_integer,
     parse_uuid,
 )
+from services.kit.per_loop import PerLoop
 from services.kit.public_addresses import is_public_address
 from services.kit.rate_limits import AttemptWindow, LoginBackoff, remember_owner_address
 from services.kit.signatures import signature, signature_matches
@@ -64,6 +66,7 @@ __all__ = [
     "Page",
     "PageRequest",
     "PayloadTooLarge",
+    "PerLoop",
     "ProofloopError",
     "RateLimited",
     "ServiceUnavailable",

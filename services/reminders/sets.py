@@ -22,7 +22,7 @@ from models import EventType, InstanceStatus
 from observability.metrics import count_reminder
 from observability.outages import report_failure
 from services.feed import announce_committed_events, snapshot_columns, snapshot_rows
-from services.kit import as_utc, connection, db_now, is_sqlite, on_commit, write_transaction
+from services.kit import PerLoop, as_utc, connection, db_now, is_sqlite, on_commit, write_transaction
 from services.reminders.fire import INSTANCE_OPEN, fire_reminder
 from services.timers import LinkArgs, SetGatherer
 from services.webhooks import FiredReminder, queue_webhooks_of
@@ -226,10 +226,10 @@ async def _fire_one(reminder_id: str, link_no: int) -> object:
     return await fire_reminder(reminder_id, link_no)
 
 
-_gatherer = SetGatherer(fire_reminder_set, _fire_one)
+_gatherers = PerLoop(lambda: SetGatherer(fire_reminder_set, _fire_one))
 
 
 async def fire_reminder_links(links: list[LinkArgs]) -> None:
     """Deliver reminder links (reminders.fire, reminders.fire_batch): together with every link this
     process receives meanwhile, as a set; what the set leaves, row by row."""
-    await _gatherer.deliver(links)
+    await _gatherers.get().deliver(links)

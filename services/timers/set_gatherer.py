@@ -27,7 +27,6 @@ class SetGatherer:
     def __init__(self, fire_set: FireSet, fire_one: FireOne) -> None:
         self._fire_set = fire_set
         self._fire_one = fire_one
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._waiting: list[Waiter] = []
         self._rows_firing = 0
         self._task: asyncio.Task[None] | None = None
@@ -58,8 +57,6 @@ class SetGatherer:
 
     async def _take(self, links: list[LinkArgs]) -> list[LinkArgs]:
         loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new event loop (a restarted worker thread): nothing carries over
-            self._loop, self._waiting, self._rows_firing, self._task = loop, [], 0, None
         if len(links) == 1 and self._idle():
             return links  # the lone link on an idle process: its own cheap path
         waiter: asyncio.Future[list[LinkArgs]] = loop.create_future()
