@@ -1,29 +1,59 @@
 """At most one media upload per document: each one is a decode, so ten aliases would be ten decodes.
 
 A validation rule, so a document asking for more is refused (GRAPHQL_VALIDATION_FAILED) before any
-resolver runs or any file is read. Fragments are followed; requestReview counts when it carries a photo.
+resolver runs or any file is read. Fragments are followed. Which fields upload is read from the schema: a
+mutation with a required `Upload` argument always counts (submitPhoto, submitVideo), one whose `Upload` is
+optional counts when the document passes it (requestReview with a photo), so a new upload mutation is
+counted without being listed here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from graphql import (
     FieldNode,
     FragmentSpreadNode,
     GraphQLError,
+    GraphQLNonNull,
+    GraphQLSchema,
     InlineFragmentNode,
     OperationDefinitionNode,
     SelectionSetNode,
     ValidationRule,
+    get_named_type,
 )
 
 MAX_MEDIA_UPLOADS = 1
-_UPLOAD_FIELDS = {"submitPhoto": None, "submitVideo": None, "requestReview": "photo"}
+UPLOAD_SCALAR = "Upload"
+
+
+@dataclass(frozen=True)
+class UploadArguments:
+    required: bool  # some Upload argument is non-null: the field always uploads
+    names: frozenset[str]  # its Upload arguments: passing one uploads
+
+
+@lru_cache(maxsize=8)
+def upload_fields(schema: GraphQLSchema) -> dict[str, UploadArguments]:
+    """The mutations that take an `Upload`, by field name (read once per schema)."""
+    mutation = schema.mutation_type
+    fields: dict[str, UploadArguments] = {}
+    for name, field in (mutation.fields if mutation is not None else {}).items():
+        uploads = {
+            arg: spec for arg, spec in field.args.items() if get_named_type(spec.type).name == UPLOAD_SCALAR
+        }
+        if uploads:
+            required = any(isinstance(spec.type, GraphQLNonNull) for spec in uploads.values())
+            fields[name] = UploadArguments(required, frozenset(uploads))
+    return fields
 
 
 class OneMediaUploadPerDocument(ValidationRule):
     def enter_operation_definition(self, node: OperationDefinitionNode, *_args: Any) -> None:
+        self._uploads = upload_fields(self.context.schema)
         count = self._count(node.selection_set, set())
         if count > MAX_MEDIA_UPLOADS:
             self.report_error(
@@ -37,7 +67,7 @@ class OneMediaUploadPerDocument(ValidationRule):
         count = 0
         for selection in selections.selections if selections is not None else ():
             if isinstance(selection, FieldNode):
-                count += _is_upload(selection) + self._count(selection.selection_set, fragments_seen)
+                count += self._is_upload(selection) + self._count(selection.selection_set, fragments_seen)
             elif isinstance(selection, InlineFragmentNode):
                 count += self._count(selection.selection_set, fragments_seen)
             elif isinstance(selection, FragmentSpreadNode):
@@ -47,10 +77,8 @@ class OneMediaUploadPerDocument(ValidationRule):
                     count += self._count(fragment.selection_set, fragments_seen | {name})
         return count
 
-
-def _is_upload(field: FieldNode) -> int:
-    name = field.name.value
-    if name not in _UPLOAD_FIELDS:
-        return 0
-    argument = _UPLOAD_FIELDS[name]
-    return int(argument is None or any(arg.name.value == argument for arg in field.arguments or ()))
+    def _is_upload(self, field: FieldNode) -> int:
+        uploads = self._uploads.get(field.name.value)
+        if uploads is None:
+            return 0
+        return int(uploads.required or any(arg.name.value in uploads.names for arg in field.arguments or ()))

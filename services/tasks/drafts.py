@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Protocol
 
 from models import ReviewTimeoutPolicy, VerificationMethod
 from rules.activity import ActivityRule
@@ -181,23 +183,50 @@ def check_partner_rule(rule: PartnerRuleDraft) -> None:
         )
 
 
+@dataclass(frozen=True)
+class ColumnRule:
+    """A method's rule held in one column of `tasks` under the name of its draft and patch field: required
+    when a task of `method` is created, refused on a task of another method, checked by `check`, stored
+    and edited as it is (services/tasks/tasks.py and edits.py read this table)."""
+
+    field: str  # on TaskDraft, TaskPatch and Task
+    method: VerificationMethod
+    input: str  # the input field errors name
+    check: Callable[[Any], None]
+
+
+COLUMN_RULES = (
+    ColumnRule("video_min_duration_seconds", VerificationMethod.VIDEO, "input.video", check_video_rule),
+)
+
+
+class GivenRules(Protocol):
+    """What a draft and a patch both carry of the method rules."""
+
+    @property
+    def gps(self) -> GpsRuleDraft | None: ...
+    @property
+    def partner(self) -> PartnerRuleDraft | None: ...
+
+
 def check_rules(draft: TaskDraft) -> None:
     if draft.method is VerificationMethod.GPS and draft.gps is None:
         raise BadInput("input.gps", "is required when method is GPS")
     if draft.quota is not None and draft.gps is not None and draft.gps.avoid:
         raise BadInput("input.quota", "an avoid-a-place rule has no proofs to count: leave quota out")
-    if draft.method is VerificationMethod.VIDEO and draft.video_min_duration_seconds is None:
-        raise BadInput("input.video", "is required when method is VIDEO")
-    check_given_rules(draft.gps, draft.video_min_duration_seconds, draft.partner)
+    for rule in COLUMN_RULES:
+        if draft.method is rule.method and getattr(draft, rule.field) is None:
+            raise BadInput(rule.input, f"is required when method is {rule.method.value}")
+    check_given_rules(draft)
 
 
-def check_given_rules(
-    gps: GpsRuleDraft | None, video_min_duration_seconds: float | None, partner: PartnerRuleDraft | None
-) -> None:
+def check_given_rules(given: GivenRules) -> None:
     """The rules a create or an update carries (those left out keep their value and were checked)."""
-    if gps is not None:
-        check_gps_rule(gps)
-    if video_min_duration_seconds is not None:
-        check_video_rule(video_min_duration_seconds)
-    if partner is not None:
-        check_partner_rule(partner)
+    if given.gps is not None:
+        check_gps_rule(given.gps)
+    for rule in COLUMN_RULES:
+        value = getattr(given, rule.field)
+        if value is not None:
+            rule.check(value)
+    if given.partner is not None:
+        check_partner_rule(given.partner)

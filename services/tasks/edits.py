@@ -16,7 +16,7 @@ from services.kit import db_now
 from services.reminders import stored
 from services.schedules import DueTimes, next_due_after
 from services.tasks.activity_rules import stored_activity_rule
-from services.tasks.drafts import TaskPatch
+from services.tasks.drafts import COLUMN_RULES, TaskPatch
 
 
 def whole_seconds(schedule: Schedule) -> Schedule:
@@ -38,8 +38,9 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
         task.gps_latitude, task.gps_longitude = patch.gps.latitude, patch.gps.longitude
         task.gps_radius_meters = patch.gps.radius_meters
         task.gps_max_accuracy_meters = patch.gps.max_accuracy_meters
-    if patch.video_min_duration_seconds is not None:
-        task.video_min_duration_seconds = patch.video_min_duration_seconds
+    for rule in COLUMN_RULES:
+        if (value := getattr(patch, rule.field)) is not None:
+            setattr(task, rule.field, value)
     if patch.partner is not None:
         task.review_window_seconds = patch.partner.review_window_seconds
         task.review_on_timeout = patch.partner.on_timeout

@@ -17,7 +17,7 @@ from typing import Any
 from models import ReviewTimeoutPolicy
 from rules.activity import ActivityRule
 from services.tasks.activity_rules import read_activity_rule, stored_activity_rule
-from services.tasks.drafts import PartnerRuleDraft
+from services.tasks.drafts import COLUMN_RULES, PartnerRuleDraft
 
 
 class Part(StrEnum):
@@ -41,15 +41,19 @@ class Part(StrEnum):
 
 SCHEDULE_PARTS = frozenset({Part.SHAPE, Part.WINDOW, Part.GRACE})
 GPS_PARTS = frozenset({Part.GPS_CENTER, Part.GPS_RADIUS, Part.GPS_ACCURACY})
-# set in place on the task row
-RULE_PARTS = GPS_PARTS | {
-    Part.VIDEO_MIN_DURATION,
-    Part.PARTNER_REVIEW,
-    Part.ACTIVITY,
-    Part.CAPTURE_OPTIONAL,
-    Part.QUOTA_COUNT,
-    Part.QUOTA_MIN_GAP,
-}
+# set in place on the task row; a method's one-column rule (drafts.COLUMN_RULES) waits as the Part and
+# the PendingChange field of its own name, stored under that name too
+RULE_PARTS = (
+    GPS_PARTS
+    | {Part(rule.field) for rule in COLUMN_RULES}
+    | {
+        Part.PARTNER_REVIEW,
+        Part.ACTIVITY,
+        Part.CAPTURE_OPTIONAL,
+        Part.QUOTA_COUNT,
+        Part.QUOTA_MIN_GAP,
+    }
+)
 _FLAGS = frozenset({Part.PAUSE, Part.DELETE, Part.CAPTURE_OPTIONAL})
 
 
@@ -105,7 +109,6 @@ class PendingChange:
             gps_center=center,
             gps_radius_meters=c.get("gps_radius_meters"),
             gps_max_accuracy_meters=c.get("gps_max_accuracy_meters"),
-            video_min_duration_seconds=c.get("video_min_duration_seconds"),
             partner_review=partner,
             activity_rule=read_activity_rule(c["activity_rule"]) if "activity_rule" in c else None,
             capture_time_optional=bool(c.get("capture_time_optional")),
@@ -113,6 +116,7 @@ class PendingChange:
             quota_min_gap_seconds=c.get("quota_min_gap_seconds"),
             pause=bool(c.get("pause")),
             delete=bool(c.get("delete")),
+            **{rule.field: c.get(rule.field) for rule in COLUMN_RULES},
         )
 
     def columns(self) -> dict[str, Any] | None:
@@ -133,13 +137,12 @@ class PendingChange:
             "gps_max_accuracy_meters",
             "quota_count",
             "quota_min_gap_seconds",
+            *(rule.field for rule in COLUMN_RULES),
         ):
             if getattr(self, key) is not None:
                 c[key] = getattr(self, key)
         if self.gps_center is not None:
             c["gps_latitude"], c["gps_longitude"] = self.gps_center
-        if self.video_min_duration_seconds is not None:
-            c["video_min_duration_seconds"] = self.video_min_duration_seconds
         if self.partner_review is not None:
             c["review_window_seconds"] = self.partner_review.review_window_seconds
             c["review_on_timeout"] = self.partner_review.on_timeout.value

@@ -27,7 +27,7 @@ from services.chain import ChainTiming, lock_task
 from services.kit import db_now
 from services.schedules import DueTimes, prefetch_many
 from services.tasks.activity_rules import activity_rule_of
-from services.tasks.drafts import GpsRuleDraft, SchedulePatch, TaskPatch
+from services.tasks.drafts import COLUMN_RULES, GpsRuleDraft, SchedulePatch, TaskPatch
 from services.tasks.edits import Replan, apply_fields, before, delete_all, pause_all, replan_all
 from services.tasks.pending_change import GPS_PARTS, RULE_PARTS, Part, PendingChange, WaitingShape
 from services.tasks.quota_edits import settle_met_periods
@@ -128,8 +128,9 @@ def _rule_values(task: Task) -> dict[RuleField, Value]:
         values[RuleField.GPS_RADIUS] = _radius_value(task.gps_radius_meters, avoid=task.gps_avoid)
     if task.gps_max_accuracy_meters is not None:
         values[RuleField.GPS_ACCURACY] = task.gps_max_accuracy_meters
-    if task.video_min_duration_seconds is not None:
-        values[RuleField.VIDEO_MIN_DURATION] = task.video_min_duration_seconds
+    for rule in COLUMN_RULES:
+        if (value := getattr(task, rule.field)) is not None:
+            values[RuleField(rule.field)] = value
     if task.review_window_seconds is not None and task.review_on_timeout is not None:
         values[RuleField.PARTNER_REVIEW] = PartnerReview(
             task.review_window_seconds, task.review_on_timeout is ReviewTimeoutPolicy.APPROVE
@@ -154,8 +155,9 @@ def _proposed_values(patch: TaskPatch, *, avoid: bool) -> dict[RuleField, Value]
         values[RuleField.GPS_CENTER] = (patch.gps.latitude, patch.gps.longitude)
         values[RuleField.GPS_RADIUS] = _radius_value(patch.gps.radius_meters, avoid=avoid)
         values[RuleField.GPS_ACCURACY] = patch.gps.max_accuracy_meters
-    if patch.video_min_duration_seconds is not None:
-        values[RuleField.VIDEO_MIN_DURATION] = patch.video_min_duration_seconds
+    for rule in COLUMN_RULES:
+        if (value := getattr(patch, rule.field)) is not None:
+            values[RuleField(rule.field)] = value
     if patch.partner is not None:
         values[RuleField.PARTNER_REVIEW] = PartnerReview(
             patch.partner.review_window_seconds, patch.partner.on_timeout is ReviewTimeoutPolicy.APPROVE
@@ -184,12 +186,8 @@ class _ScalarRule:
 
 # every rule but the geofence (whose three parts wait apart): one row per rule, read by split_rules
 _SCALAR_RULES = (
-    _ScalarRule(
-        RuleField.VIDEO_MIN_DURATION,
-        Part.VIDEO_MIN_DURATION,
-        "video_min_duration_seconds",
-        "video_min_duration_seconds",
-    ),
+    # a method's one-column rule: its RuleField, Part and fields all bear the column's name
+    *(_ScalarRule(RuleField(rule.field), Part(rule.field), rule.field, rule.field) for rule in COLUMN_RULES),
     _ScalarRule(RuleField.PARTNER_REVIEW, Part.PARTNER_REVIEW, "partner", "partner_review"),
     _ScalarRule(RuleField.ACTIVITY, Part.ACTIVITY, "activity", "activity_rule"),
     # only dropping the requirement is easier, so what waits is always "optional"
@@ -299,12 +297,12 @@ def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
         )
     return TaskPatch(
         gps=gps,
-        video_min_duration_seconds=pending.video_min_duration_seconds,
         partner=pending.partner_review,
         activity=pending.activity_rule,
         require_capture_time=False if pending.capture_time_optional else None,
         quota_count=pending.quota_count,
         quota_min_gap_seconds=pending.quota_min_gap_seconds,
+        **{rule.field: getattr(pending, rule.field) for rule in COLUMN_RULES},
     )
 
 
@@ -314,7 +312,7 @@ _RULE_COLUMNS = [
     "gps_longitude",
     "gps_radius_meters",
     "gps_max_accuracy_meters",
-    "video_min_duration_seconds",
+    *(rule.field for rule in COLUMN_RULES),
     "review_window_seconds",
     "review_on_timeout",
     "activity_rule",

@@ -55,6 +55,7 @@ from services.schedules import (
 from services.tasks.activity_rules import stored_activity_rule
 from services.tasks.drafts import (
     ANY_ACTIVITY,
+    COLUMN_RULES,
     DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
     TaskDraft,
@@ -209,7 +210,7 @@ async def _insert_planned(
             gps_max_sample_gap_seconds=draft.gps.max_sample_gap_seconds
             if draft.gps and draft.gps.avoid
             else None,
-            video_min_duration_seconds=draft.video_min_duration_seconds,
+            **{rule.field: getattr(draft, rule.field) for rule in COLUMN_RULES},
             require_capture_time=draft.require_capture_time and draft.method in CAPTURED_METHODS,
             review_window_seconds=c.partner.review_window_seconds if c.partner else None,
             review_on_timeout=c.partner.on_timeout if c.partner else None,
@@ -290,7 +291,7 @@ async def update_task(
     """Harder and neutral parts apply at once; easier parts wait out the owner's commitment horizon."""
     title = check_title(patch.title) if patch.title is not None else None
     description = check_description(patch.description)
-    check_given_rules(patch.gps, patch.video_min_duration_seconds, patch.partner)
+    check_given_rules(patch)
     for _ in range(_SCHEDULE_ATTEMPTS):
         # the schedule is checked, split and expanded before the row lock, then re-read under it
         plan = await plan_schedule_edit(
@@ -351,8 +352,9 @@ async def _apply_update(
     gap = patch.gps.max_sample_gap_seconds if patch.gps is not None else None
     if gap is not None and gap != task.gps_max_sample_gap_seconds:
         raise BadInput("input.gps.maxSampleGapSeconds", "is fixed when the task is created")
-    if patch.video_min_duration_seconds is not None and task.method is not VerificationMethod.VIDEO:
-        raise BadInput("input.video", "applies only to VIDEO tasks")
+    for rule in COLUMN_RULES:
+        if getattr(patch, rule.field) is not None and task.method is not rule.method:
+            raise BadInput(rule.input, f"applies only to {rule.method.value} tasks")
     if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
         raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
     if patch.activity is not None and task.method is not VerificationMethod.INTEGRATION:

@@ -3,12 +3,16 @@ part, in the JSON shape rows already hold; and merging drops what an edit supers
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import UTC, datetime
 
 import pytest
 
-from models import ReviewTimeoutPolicy
+from models import ReviewTimeoutPolicy, Task
+from rules.horizon import RuleField
 from services.tasks import GPS_PARTS, Part, PartnerRuleDraft, PendingChange, WaitingShape
+from services.tasks.drafts import COLUMN_RULES, TaskDraft, TaskPatch
+from services.tasks.pending_change import RULE_PARTS
 
 pytestmark = pytest.mark.unit
 
@@ -83,3 +87,18 @@ def test_an_edit_supersedes_whole_parts_and_waits_again_only_when_it_gains() -> 
     assert kept.gains(PendingChange(pause=True))  # a part it did not have
     joined = kept.joined(PendingChange(gps_radius_meters=500.0))
     assert (joined.gps_radius_meters, joined.video_min_duration_seconds) == (500.0, 12.5)
+
+
+def test_each_one_column_rule_bears_one_name_from_input_to_column() -> None:
+    """A `ColumnRule` is found by its name everywhere it goes: the draft's and the patch's field, the
+    task's column, the horizon's rule, the waiting part and its field, the stored key."""
+    assert COLUMN_RULES
+    for rule in COLUMN_RULES:
+        assert rule.field in {f.name for f in fields(TaskDraft)} & {f.name for f in fields(TaskPatch)}
+        assert rule.field in Task._meta.fields_map
+        assert RuleField(rule.field).value == rule.field
+        assert Part(rule.field) in RULE_PARTS
+        waiting = PendingChange.read({rule.field: 7.0})
+        assert getattr(waiting, rule.field) == 7.0
+        assert waiting.parts() == {Part(rule.field)}
+        assert waiting.columns() == {rule.field: 7.0}

@@ -164,6 +164,37 @@ async def test_bad_input_names_the_field(api: ApiClient, overrides: dict[str, An
     assert after == before  # nothing stored half-way
 
 
+UPDATE = f"mutation($id: ID!, $input: UpdateTaskInput!) {{ updateTask(id: $id, input: $input) {{ {TASK_FIELDS} }} }}"
+
+
+async def test_the_video_rule_is_checked_stored_and_edited_on_video_tasks_only(api: ApiClient) -> None:
+    token, _ = await api.register()
+    video = await create(api, token, method="VIDEO", video={"minDurationSeconds": 5})
+    assert video["video"] == {"minDurationSeconds": 5.0}
+    with pytest.raises(GraphQLFailure) as out_of_range:
+        await create(api, token, method="VIDEO", video={"minDurationSeconds": 0})
+    assert (out_of_range.value.code, out_of_range.value.field) == (
+        "BAD_USER_INPUT",
+        "input.video.minDurationSeconds",
+    )
+    longer = {"id": video["id"], "input": {"video": {"minDurationSeconds": 8}}}  # harder: applies at once
+    assert (await api.execute(UPDATE, longer, token=token))["updateTask"]["video"] == {
+        "minDurationSeconds": 8.0
+    }
+
+    photo = await create(api, token)
+    with pytest.raises(GraphQLFailure) as refused:
+        await api.execute(
+            UPDATE, {"id": photo["id"], "input": {"video": {"minDurationSeconds": 8}}}, token=token
+        )
+    assert (refused.value.code, refused.value.field) == ("BAD_USER_INPUT", "input.video")
+    assert "applies only to VIDEO tasks" in refused.value.message
+    seen = await api.execute(
+        f"query($id: ID!) {{ task(id: $id) {{ {TASK_FIELDS} }} }}", {"id": photo["id"]}, token=token
+    )
+    assert seen["task"]["video"] is None  # nothing stored half-way
+
+
 async def test_a_rule_that_never_occurs_is_refused(api: ApiClient) -> None:
     token, _ = await api.register()
     with pytest.raises(GraphQLFailure) as failure:
