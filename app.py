@@ -20,7 +20,8 @@ from strawberry.subscriptions import (
 from actors.broker import configure_broker
 from observability.gc_pauses import timed_collections
 from observability.statements import StatementCount, count_statements
-from policies import api_policies, archive_store, blob_store
+from policies import archive_store, blob_store
+from policies.api import api_policies
 from realtime.hub import Hub
 from realtime.redis_client import close_redis, open_redis
 from realtime.redis_options import RedisTimeouts
@@ -30,8 +31,9 @@ from schema.schema import schema
 from services.accounts import PasswordHashing, accounts
 from services.feed import feeds
 from services.kit import NameLookups
+from services.media import sweep_orphans_forever
 from services.partners import access
-from services.proofs import DecodeGate, sweep_orphans_forever
+from services.proofs import DecodeGate
 from settings import Settings, get_settings
 from storage import BlobStore
 from web.exports import exports_endpoint

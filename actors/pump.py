@@ -11,7 +11,7 @@ import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
 from observability.outages import report_failure
-from policies import WorkerPolicies
+from policies.worker import WorkerPolicies
 from services.kit import CHAIN_QUEUE
 from services.reminders import claim_due_reminders
 from services.tasks import pump_once

@@ -10,7 +10,7 @@ from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
 from actors.pump import run_pump
-from policies import WorkerPolicies
+from policies.worker import WorkerPolicies
 from settings import Settings
 
 

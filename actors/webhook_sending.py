@@ -9,7 +9,7 @@ import dramatiq
 from dramatiq.asyncio import get_event_loop_thread
 from dramatiq.middleware import Middleware
 
-from policies import WorkerPolicies
+from policies.worker import WorkerPolicies
 from services.webhooks import WebhookSender
 
 

@@ -17,7 +17,8 @@ from actors.pump_loop import PumpLoop
 from actors.watchdog import ConsumerWatchdog
 from actors.webhook_sending import WebhookSending
 from actors.worker_policies import PolicyHolder
-from policies import archive_store, blob_store, worker_policies
+from policies import archive_store, blob_store
+from policies.worker import worker_policies
 from realtime.redis_options import RedisTimeouts
 from runtime import configure_logging, die_with_parent, pass_first_signal_only
 from settings import get_settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dramatiq
 from dramatiq.middleware import Middleware
 
-from policies import WorkerPolicies
+from policies.worker import WorkerPolicies
 
 
 class PolicyHolder(Middleware):

@@ -14,7 +14,7 @@ from starlette.websockets import WebSocket
 from strawberry.types import Info as StrawberryInfo
 
 from models import User
-from policies import ApiPolicies
+from policies.api import ApiPolicies
 from realtime.hub import Hub
 from schema.dataloaders import Loaders
 from services.accounts import PasswordHashing, Session, authenticate, bearer_token

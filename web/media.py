@@ -20,8 +20,8 @@ from models import Verification
 from schema.errors import unavailable_after
 from services.accounts import authenticate, bearer_token, token_is_live
 from services.kit import Unauthenticated, decode_id, is_uuid
+from services.media import MEDIA_EXTENSIONS, link_is_valid
 from services.partners import access_for
-from services.proofs import MEDIA_EXTENSIONS, link_is_valid
 from settings import Settings
 from storage import StoreUnavailable
 from web.state import resources_of

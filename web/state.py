@@ -13,7 +13,7 @@ import redis.asyncio as aioredis
 from starlette.requests import HTTPConnection
 from tortoise.backends.base.client import BaseDBAsyncClient
 
-from policies import ApiPolicies
+from policies.api import ApiPolicies
 from realtime.hub import Hub
 from schema.parse_cache import ValidDocuments
 from services.accounts import PasswordHashing

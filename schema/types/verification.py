@@ -21,7 +21,8 @@ from schema.types.node import Node
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
 from services.kit import global_id
-from services.proofs import ActivityRecord, media_url
+from services.media import media_url
+from services.proofs import ActivityRecord
 
 if TYPE_CHECKING:
     from schema.types.instance import TaskInstance

@@ -28,7 +28,7 @@ from services.exports import archive_name
 from services.kit import db_now, global_id, write_transaction
 from services.mail import queue_mail
 from services.mail.messages import partnership_ended_by_deletion
-from services.proofs import remove_unreferenced
+from services.media import remove_unreferenced
 from storage import ArchiveStore, BlobStore
 
 log = logging.getLogger("proofloop.deletion")

@@ -36,7 +36,7 @@ from models import (
     WebhookDelivery,
 )
 from services.kit import format_instant
-from services.proofs import MEDIA_EXTENSIONS
+from services.media import MEDIA_EXTENSIONS
 from storage import ArchiveStore, BlobStore
 
 # never in an archive: what would let its reader sign in, sign webhook bodies or download again

@@ -1,6 +1,6 @@
 """Proofs: the steps every proof runs (pipeline.py), what each kind adds (gps.py, media.py, review.py,
-integration.py for activities other services report), the media they keep (media_storage.py,
-media_links.py, decode_gate.py) and appeals of a decision."""
+integration.py for activities other services report), the decode gate media go through
+(decode_gate.py) and appeals of a decision. The media a proof keeps are services/media/'s."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ from services.proofs.integration import (
     signed_task,
 )
 from services.proofs.media import MediaPolicy, MediaUpload, submit_media
-from services.proofs.media_links import MEDIA_EXTENSIONS, link_is_valid, media_url
-from services.proofs.media_storage import remove_unreferenced, sweep_orphans_forever
 from services.proofs.review import (
     REVIEW_ORDER,
     decide_review,
@@ -30,7 +28,6 @@ from services.proofs.review import (
 )
 
 __all__ = [
-    "MEDIA_EXTENSIONS",
     "REVIEW_ORDER",
     "ActivityRecord",
     "CheckIn",
@@ -45,16 +42,12 @@ __all__ = [
     "decide_review",
     "decisions_waiting",
     "endpoint_path",
-    "link_is_valid",
-    "media_url",
     "parse_event",
     "record_activity",
-    "remove_unreferenced",
     "report_locations",
     "request_review",
     "review_queue",
     "reviewable",
     "signed_task",
     "submit_media",
-    "sweep_orphans_forever",
 ]

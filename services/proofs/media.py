@@ -3,7 +3,7 @@
 The pipeline (pipeline.py) runs the cheap checks first; only then, holding a decode slot (DecodeGate),
 are the bytes read and decoded, within pixel, memory and frame budgets taken from the headers. A
 rejected proof keeps its fingerprints (reuse is judged against them) but no media; an accepted one's
-blobs outlive only a committed row (services/proofs/media_storage.py).
+blobs outlive only a committed row (services/media/blobs.py).
 
 Reuse is judged against every earlier photo/video proof of the user on OTHER instances, rejected ones
 included: a picture sent once (even a minute late) cannot prove another day. A retry on the same
@@ -25,8 +25,8 @@ from rules.photo import capture_in_window, inspect_photo, is_reused
 from rules.video import inspect_video, is_reused_video
 from services.chain import ChainTiming
 from services.kit import BadInput
+from services.media import MediaCopy, MediaStorage
 from services.proofs.decode_gate import DecodeGate
-from services.proofs.media_storage import MediaCopy, MediaStorage
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
 from storage import BlobStore
 

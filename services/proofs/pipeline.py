@@ -39,8 +39,8 @@ from services.chain import (
 )
 from services.feed import record_event
 from services.kit import BadInput, Conflict, NotFound, parse_id, write_transaction
+from services.media import MediaCopy, MediaStorage, StagedBlobs, check_quota
 from services.partners import require_own_task
-from services.proofs.media_storage import MediaCopy, MediaStorage, StagedBlobs, check_quota
 from services.schedules import DueTimes, prefetch_due_times, schedule_of
 from services.tasks import apply_due_change_before_proof, lock_with_due_change
 

@@ -1,4 +1,4 @@
-"""Settings become policies in policies.py alone, once per process: the chain timing every path uses carries
+"""Settings become policies in policies/ alone, once per process: the chain timing every path uses carries
 the configured recurrence budget, and no production module builds a policy of its own (the pump once built
 a ChainTiming, and changes it applied ignored PROOFLOOP_RECURRENCE_*)."""
 
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from policies import api_policies, archive_store, blob_store, chain_timing, pump_settings, worker_policies
+from policies import archive_store, blob_store, chain_timing, pump_settings
+from policies.api import api_policies
+from policies.worker import worker_policies
 from services.accounts import PasswordHashing
 from services.proofs import DecodeGate
 from settings import Settings

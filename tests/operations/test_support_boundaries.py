@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 ROOT = Path(__file__).resolve().parents[2]
 SERVICE = (
     *("actors", "models", "observability", "realtime", "resolvers", "rules", "schema", "services"),
-    *("storage", "web", "app.py", "cli.py", "demo.py", "policies.py", "runtime.py", "settings.py"),
+    *("storage", "web", "app.py", "cli.py", "demo.py", "policies", "runtime.py", "settings.py"),
 )
 
 

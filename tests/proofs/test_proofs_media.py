@@ -23,7 +23,7 @@ from harness.proofloop import (
     free_port,
     upload,
 )
-from services.proofs.media_links import media_url
+from services.media import media_url
 from tests.support.proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
 
 SECRET = "test-secret-key"  # tests/conftest.py service_env

@@ -1,11 +1,13 @@
 """The composition root: settings turned into the policies the services take, here alone, once when a
-process starts (the API's lifespan builds `ApiPolicies`, the worker's middleware `WorkerPolicies`). Every
-path that plans, fires or pumps gets the configured limits (the recurrence budget above all), never a
-default built on the spot."""
+process starts (the API's lifespan builds `ApiPolicies`, policies/api.py; the worker's middleware
+`WorkerPolicies`, policies/worker.py). Every path that plans, fires or pumps gets the configured limits
+(the recurrence budget above all), never a default built on the spot.
+
+This module holds what both processes build; each process imports only its own module beside it, so the
+worker never loads what only the API uses (the proof kinds and their media decoders)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 
 from observability.outages import outage
@@ -13,8 +15,7 @@ from rules.recurrence import RecurrenceBudget
 from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
 from services.exports import ExportRules
-from services.kit import AttemptWindow, EventIds, LoginBackoff, event_ids
-from services.proofs import DecodeGate, IntegrationPolicy, MediaPolicy
+from services.kit import AttemptWindow, LoginBackoff
 from services.timers import PumpSettings
 from services.webhooks import DeliveryLimits, DeliveryTiming
 from settings import Settings
@@ -91,27 +92,6 @@ def archive_store(settings: Settings) -> ArchiveStore:
     )
 
 
-def media_policy(settings: Settings, gate: DecodeGate, store: BlobStore) -> MediaPolicy:
-    return MediaPolicy(
-        store=store,
-        gate=gate,
-        max_image_pixels=settings.max_image_pixels,
-        max_decode_bytes=settings.max_decode_bytes,
-        max_video_frames=settings.max_video_frames,
-        max_video_pixels=settings.max_video_pixels,
-        quota_bytes=settings.media_quota_bytes,
-    )
-
-
-def integration_policy(settings: Settings) -> IntegrationPolicy:
-    return IntegrationPolicy(
-        max_body_bytes=settings.integration_max_body_bytes,
-        events_per_day=settings.integration_events_per_day,
-        replay_seconds=settings.integration_replay_seconds,
-        per_address=AttemptWindow("integration-address", settings.integration_requests_per_minute, 60),
-    )
-
-
 def delivery_limits(settings: Settings) -> DeliveryLimits:
     return DeliveryLimits(
         per_process=settings.webhook_concurrency,
@@ -136,58 +116,4 @@ def export_rules(settings: Settings) -> ExportRules:
         per_day=settings.exports_per_day,
         link_seconds=settings.export_link_seconds,
         link_base=settings.api_url or settings.public_url,
-    )
-
-
-@dataclass(frozen=True)
-class ApiPolicies:
-    """What the API's resolvers hand the services, built once by the lifespan (app.py)."""
-
-    chain: ChainTiming
-    horizon_day: timedelta
-    accounts: AccountRules
-    media: MediaPolicy
-    webhook_tries: AttemptWindow  # test pings and redeliveries, per user
-    exports: ExportRules
-    integrations: IntegrationPolicy
-
-
-def api_policies(
-    settings: Settings, *, passwords: PasswordHashing, decode_gate: DecodeGate, media_store: BlobStore
-) -> ApiPolicies:
-    return ApiPolicies(
-        chain=chain_timing(settings),
-        horizon_day=horizon_day(settings),
-        accounts=account_rules(settings, passwords),
-        media=media_policy(settings, decode_gate, media_store),
-        webhook_tries=AttemptWindow("webhook-tries", settings.webhook_tries_per_hour, 3600),
-        exports=export_rules(settings),
-        integrations=integration_policy(settings),
-    )
-
-
-@dataclass(frozen=True)
-class WorkerPolicies:
-    """What the worker's actors and pump hand the services, built once per worker process."""
-
-    chain: ChainTiming
-    pump: PumpSettings
-    webhook_limits: DeliveryLimits
-    webhook_timing: DeliveryTiming
-    event_ids: EventIds  # the public event ids webhook payloads carry
-    exports: ExportRules
-    media_store: BlobStore  # what exports read and account deletion removes
-    archives: ArchiveStore  # where exports are kept and swept
-
-
-def worker_policies(settings: Settings, media_store: BlobStore, archives: ArchiveStore) -> WorkerPolicies:
-    return WorkerPolicies(
-        chain=chain_timing(settings),
-        pump=pump_settings(settings),
-        webhook_limits=delivery_limits(settings),
-        webhook_timing=delivery_timing(settings),
-        event_ids=event_ids(settings.resolved_secret_key),
-        exports=export_rules(settings),
-        media_store=media_store,
-        archives=archives,
     )
