@@ -4,8 +4,10 @@ embedded default)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.chain_support import eventually
 from harness.proofloop import ApiClient
@@ -27,13 +29,40 @@ SUNDAY_START = datetime(2027, 3, 27, 23, 0, tzinfo=UTC)  # Sunday 00:00 CET: a 2
 NEW_YORK_WEEK_END = datetime(2027, 3, 29, 4, 0, tzinfo=UTC)  # Monday 00:00 EDT
 
 
+# the processes start (and the tasks are made) inside this last stretch before the week's end
 LEAD = timedelta(seconds=45)
+MAX_LEAD = timedelta(seconds=180)
+# what must be left of it once every process answers: the test's own set-up, then a reminder 8 s ahead
+MIN_LEFT_SECONDS = 30.0
+# a test living through the week's end may start its processes three times and wait out the longest lead
+WEEK_END_TIMEOUT_SECONDS = 480
 
 
 REMINDER_LEAD_S = 8  # "due soon" this long before the week ends
 
 
-REMINDERS = """query($t: ID) { events(taskId: $t) { type instance { proofsCounted proofsRequired dueAt } } }"""  # the processes start (and the tasks are made) inside this last stretch
+REMINDERS = (
+    """query($t: ID) { events(taskId: $t) { type instance { proofsCounted proofsRequired dueAt } } }"""
+)
+
+T = TypeVar("T")
+
+
+@contextmanager
+def started_before_the_week_ends(
+    start: Callable[[ShiftedClock], AbstractContextManager[T]],
+) -> Iterator[tuple[T, ShiftedClock]]:
+    """Start the processes (`start`) on a clock LEAD before the week's end. A loaded machine may start them
+    so slowly that too little of the lead is left: then they are stopped and started again with twice the
+    lead, up to MAX_LEAD, so how fast the machine is changes how long the test takes, not its outcome."""
+    lead = LEAD
+    while True:
+        clock = ShiftedClock(WEEK_END - lead)
+        with start(clock) as started:
+            if clock.seconds_until(WEEK_END) >= MIN_LEFT_SECONDS or lead >= MAX_LEAD:
+                yield started, clock
+                return
+        lead *= 2
 
 
 def at(value: str) -> datetime:

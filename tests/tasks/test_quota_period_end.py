@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 
 import asyncpg
 import pytest
@@ -24,14 +25,15 @@ from harness.mailbox import Mailbox
 from harness.private_services import PrivatePostgres, free_port
 from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, partner_pair, run_cli
 from harness.shifted_clock import LIBRARY, ShiftedClock
+from tests.support import quota_period_end
 from tests.support.quota_period_end import (
-    LEAD,
-    WEEK_END,
+    WEEK_END_TIMEOUT_SECONDS,
     check_the_week_ended,
     create,
     in_zone,
     live_through_the_week_end,
     settled,
+    started_before_the_week_ends,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -55,12 +57,17 @@ def shifted_postgres_service(
             "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
         }
         run_cli(["migrate"], env)  # on the real clock: only what runs after this is shifted
-        clock = ShiftedClock(WEEK_END - LEAD)
-        pg.environment = clock.environment
-        pg.restart()
-        shifted = {**env, **clock.environment}
-        with ServerProcess(shifted, port=free_port()) as server, WorkerProcess(shifted):
-            yield server.url, clock
+
+        @contextmanager
+        def start(clock: ShiftedClock) -> Iterator[str]:
+            pg.environment = clock.environment
+            pg.restart()
+            shifted = {**env, **clock.environment}
+            with ServerProcess(shifted, port=free_port()) as server, WorkerProcess(shifted):
+                yield server.url
+
+        with started_before_the_week_ends(start) as (api_url, clock):
+            yield api_url, clock
 
 
 async def _create_database(admin_url: str) -> None:
@@ -80,6 +87,7 @@ async def shifted_api(
         yield client, clock
 
 
+@pytest.mark.timeout(WEEK_END_TIMEOUT_SECONDS)
 async def test_the_week_ends_at_local_midnight_on_postgresql(
     shifted_api: tuple[ApiClient, ShiftedClock],
 ) -> None:
@@ -107,3 +115,19 @@ async def test_the_week_ends_at_local_midnight_on_postgresql(
     verified = await settled(api, owner, week)  # the waiting review timed out APPROVE, and counted
     assert (verified["status"], verified["proofsCounted"]) == ("VERIFIED", 2)
     assert sorted(v["status"] for v in verified["verifications"]) == ["ACCEPTED", "ACCEPTED"]
+
+
+def test_a_slow_start_starts_again_with_a_longer_lead(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However slowly the processes start, the test gets its stretch before the week's end: a start that
+    leaves too little is done again with twice the lead, up to the longest."""
+    monkeypatch.setattr(quota_period_end, "MIN_LEFT_SECONDS", 10_000.0)  # as if every start were too slow
+    leads: list[float] = []
+
+    @contextmanager
+    def start(clock: ShiftedClock) -> Iterator[None]:
+        leads.append(round(clock.seconds_until(quota_period_end.WEEK_END)))
+        yield
+
+    with started_before_the_week_ends(start) as (_, clock):
+        assert round(clock.seconds_until(quota_period_end.WEEK_END)) == 180
+    assert leads == [45, 90, 180]
