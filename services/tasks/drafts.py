@@ -200,6 +200,10 @@ COLUMN_RULES = (
 )
 
 
+# the methods whose files may carry a capture time
+CAPTURED_METHODS = (VerificationMethod.PHOTO, VerificationMethod.VIDEO)
+
+
 class GivenRules(Protocol):
     """What a draft and a patch both carry of the method rules."""
 
@@ -207,6 +211,27 @@ class GivenRules(Protocol):
     def gps(self) -> GpsRuleDraft | None: ...
     @property
     def partner(self) -> PartnerRuleDraft | None: ...
+    @property
+    def activity(self) -> ActivityRule | None: ...
+
+
+def refuse_rules_of_other_methods(
+    method: VerificationMethod, given: GivenRules, *, capture_given: bool
+) -> None:
+    """A method's rule applies only to tasks of that method, on create as on update: a PHOTO task given a
+    video rule is refused, never stored beside it. `capture_given`: the edit says whether a capture time
+    is required (a draft only when it requires one)."""
+    if given.gps is not None and method is not VerificationMethod.GPS:
+        raise BadInput("input.gps", "applies only to GPS tasks")
+    for rule in COLUMN_RULES:
+        if getattr(given, rule.field) is not None and method is not rule.method:
+            raise BadInput(rule.input, f"applies only to {rule.method.value} tasks")
+    if given.partner is not None and method is not VerificationMethod.PARTNER:
+        raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
+    if given.activity is not None and method is not VerificationMethod.INTEGRATION:
+        raise BadInput("input.integration", "applies only to INTEGRATION tasks")
+    if capture_given and method not in CAPTURED_METHODS:
+        raise BadInput("input.photo", "applies only to PHOTO tasks (for a VIDEO task: input.video)")
 
 
 def check_rules(draft: TaskDraft) -> None:
@@ -217,6 +242,7 @@ def check_rules(draft: TaskDraft) -> None:
     for rule in COLUMN_RULES:
         if draft.method is rule.method and getattr(draft, rule.field) is None:
             raise BadInput(rule.input, f"is required when method is {rule.method.value}")
+    refuse_rules_of_other_methods(draft.method, draft, capture_given=draft.require_capture_time)
     check_given_rules(draft)
 
 

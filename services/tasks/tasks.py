@@ -55,6 +55,7 @@ from services.schedules import (
 from services.tasks.activity_rules import stored_activity_rule
 from services.tasks.drafts import (
     ANY_ACTIVITY,
+    CAPTURED_METHODS,
     COLUMN_RULES,
     DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
@@ -65,6 +66,7 @@ from services.tasks.drafts import (
     check_rules,
     check_title,
     quota_schedule,
+    refuse_rules_of_other_methods,
 )
 from services.tasks.edits import apply_fields, before, delete_locked, pause_locked, replan, whole_seconds
 from services.tasks.pending_change import Part, PendingChange
@@ -78,9 +80,6 @@ from services.tasks.pending_changes import (
 )
 from services.tasks.quota_edits import check_quota_edit, settle_met_periods
 from services.tasks.schedule_edits import DAY, plan_schedule_edit
-
-# the methods whose files may carry a capture time
-CAPTURED_METHODS = (VerificationMethod.PHOTO, VerificationMethod.VIDEO)
 
 
 @dataclass(frozen=True)
@@ -345,22 +344,12 @@ async def _apply_update(
     due: DueTimes | None,
     timing: ChainTiming,
 ) -> None:
-    if patch.gps is not None and task.method is not VerificationMethod.GPS:
-        raise BadInput("input.gps", "applies only to GPS tasks")
+    refuse_rules_of_other_methods(task.method, patch, capture_given=patch.require_capture_time is not None)
     if patch.gps is not None and patch.gps.avoid != task.gps_avoid:
         raise BadInput("input.gps.avoid", "is fixed when the task is created: create another task")
     gap = patch.gps.max_sample_gap_seconds if patch.gps is not None else None
     if gap is not None and gap != task.gps_max_sample_gap_seconds:
         raise BadInput("input.gps.maxSampleGapSeconds", "is fixed when the task is created")
-    for rule in COLUMN_RULES:
-        if getattr(patch, rule.field) is not None and task.method is not rule.method:
-            raise BadInput(rule.input, f"applies only to {rule.method.value} tasks")
-    if patch.partner is not None and task.method is not VerificationMethod.PARTNER:
-        raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
-    if patch.activity is not None and task.method is not VerificationMethod.INTEGRATION:
-        raise BadInput("input.integration", "applies only to INTEGRATION tasks")
-    if patch.require_capture_time is not None and task.method not in CAPTURED_METHODS:
-        raise BadInput("input.photo", "applies only to PHOTO tasks (for a VIDEO task: input.video)")
     apply_fields(task, title, description, patch)
     # rule changes apply in place: proofs read the rule from the task row when they arrive
     await task.save()

@@ -167,7 +167,9 @@ async def test_bad_input_names_the_field(api: ApiClient, overrides: dict[str, An
 UPDATE = f"mutation($id: ID!, $input: UpdateTaskInput!) {{ updateTask(id: $id, input: $input) {{ {TASK_FIELDS} }} }}"
 
 
-async def test_the_video_rule_is_checked_stored_and_edited_on_video_tasks_only(api: ApiClient) -> None:
+async def test_a_method_rule_is_checked_stored_and_edited_on_its_own_methods_tasks_only(
+    api: ApiClient,
+) -> None:
     token, _ = await api.register()
     video = await create(api, token, method="VIDEO", video={"minDurationSeconds": 5})
     assert video["video"] == {"minDurationSeconds": 5.0}
@@ -181,6 +183,19 @@ async def test_the_video_rule_is_checked_stored_and_edited_on_video_tasks_only(a
     assert (await api.execute(UPDATE, longer, token=token))["updateTask"]["video"] == {
         "minDurationSeconds": 8.0
     }
+
+    count = "query { tasks { totalCount } }"
+    before = (await api.execute(count, token=token))["tasks"]["totalCount"]
+    berlin = {"center": {"latitude": 52.52, "longitude": 13.405}, "radiusMeters": 100}
+    for given, field in (
+        ({"video": {"minDurationSeconds": 5}}, "input.video"),
+        ({"gps": berlin}, "input.gps"),
+    ):
+        with pytest.raises(GraphQLFailure) as on_create:  # a PHOTO task: the rule is refused, not stored
+            await create(api, token, **given)
+        assert (on_create.value.code, on_create.value.field) == ("BAD_USER_INPUT", field)
+        assert "applies only to" in on_create.value.message
+    assert (await api.execute(count, token=token))["tasks"]["totalCount"] == before
 
     photo = await create(api, token)
     with pytest.raises(GraphQLFailure) as refused:
