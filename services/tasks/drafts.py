@@ -186,8 +186,9 @@ def check_partner_rule(rule: PartnerRuleDraft) -> None:
 @dataclass(frozen=True)
 class ColumnRule:
     """A method's rule held in one column of `tasks` under the name of its draft and patch field: required
-    when a task of `method` is created, refused on a task of another method, checked by `check`, stored
-    and edited as it is (services/tasks/tasks.py and edits.py read this table)."""
+    when a task of `method` is created, refused on a task of another method, checked by `check` (all
+    here), stored on create and copied on edit as it is (tasks.py, edits.py), and held under the horizon
+    by the pending change of its own name (pending_change.py, pending_changes.py)."""
 
     field: str  # on TaskDraft, TaskPatch and Task
     method: VerificationMethod

@@ -55,7 +55,6 @@ from services.schedules import (
 from services.tasks.activity_rules import stored_activity_rule
 from services.tasks.drafts import (
     ANY_ACTIVITY,
-    CAPTURED_METHODS,
     COLUMN_RULES,
     DEFAULT_REVIEW_WINDOW_SECONDS,
     PartnerRuleDraft,
@@ -205,19 +204,16 @@ async def _insert_planned(
             gps_longitude=draft.gps.longitude if draft.gps else None,
             gps_radius_meters=draft.gps.radius_meters if draft.gps else None,
             gps_max_accuracy_meters=draft.gps.max_accuracy_meters if draft.gps else None,
-            gps_avoid=bool(draft.gps and draft.gps.avoid and draft.method is VerificationMethod.GPS),
+            # a rule of another method never reaches here (drafts.refuse_rules_of_other_methods)
+            gps_avoid=bool(draft.gps and draft.gps.avoid),
             gps_max_sample_gap_seconds=draft.gps.max_sample_gap_seconds
             if draft.gps and draft.gps.avoid
             else None,
             **{rule.field: getattr(draft, rule.field) for rule in COLUMN_RULES},
-            require_capture_time=draft.require_capture_time and draft.method in CAPTURED_METHODS,
+            require_capture_time=draft.require_capture_time,
             review_window_seconds=c.partner.review_window_seconds if c.partner else None,
             review_on_timeout=c.partner.on_timeout if c.partner else None,
-            activity_rule=(
-                stored_activity_rule(draft.activity)
-                if draft.activity is not None and draft.method is VerificationMethod.INTEGRATION
-                else None
-            ),
+            activity_rule=stored_activity_rule(draft.activity) if draft.activity is not None else None,
             reminders=stored(draft.reminders),
             quota_count=draft.quota.count if draft.quota else None,
             quota_period=QuotaPeriod(draft.quota.period.value) if draft.quota else None,
