@@ -2,7 +2,9 @@
 
 "Easier" means more likely to end VERIFIED for the same effort. Each rule field is judged on its own,
 old value against new; an unchanged value is never easier. A field this module does not know (title,
-description) is never easier. The verification method cannot be edited, so it has no entry.
+description) is never easier. The verification method cannot be edited, so it has no entry. A proof
+kind's rule of one number is a `ScalarField` its kind declares (services/tasks/drafts.py `ColumnRule`),
+with the direction that makes it easier, so a new kind adds no member here.
 """
 
 from __future__ import annotations
@@ -22,12 +24,23 @@ class RuleField(StrEnum):
     GPS_CENTER = "gps_center"
     GPS_RADIUS = "gps_radius_meters"
     GPS_ACCURACY = "gps_max_accuracy_meters"
-    VIDEO_MIN_DURATION = "video_min_duration_seconds"
     PARTNER_REVIEW = "partner_review"
     ACTIVITY = "activity_rule"  # an INTEGRATION task's rule, judged as a whole
     CAPTURE_TIME = "require_capture_time"  # 1.0 required, 0.0 not
     QUOTA_COUNT = "quota_count"  # a quota goal's proofs per period
     QUOTA_MIN_GAP = "quota_min_gap_seconds"
+
+
+@dataclass(frozen=True)
+class ScalarField:
+    """A rule of one number, named as its column, that is easier larger or smaller (a video's minimum
+    duration: smaller)."""
+
+    name: str
+    larger_is_easier: bool
+
+
+Field = RuleField | ScalarField
 
 
 class Lifecycle(StrEnum):
@@ -58,14 +71,17 @@ _LARGER_IS_EASIER = frozenset(
 )
 
 
-def makes_easier(field: RuleField, old: Value, new: Value) -> bool:
+def makes_easier(field: Field, old: Value, new: Value) -> bool:
     """Whether changing `field` from `old` to `new` makes the task easier."""
+    if isinstance(field, ScalarField):
+        assert isinstance(old, int | float)
+        assert isinstance(new, int | float)
+        return new > old if field.larger_is_easier else new < old
     if field in _LARGER_IS_EASIER:
         assert isinstance(old, int | float)
         assert isinstance(new, int | float)
         return new > old  # a longer window or grace, a bigger geofence, a vaguer fix allowed
     if field in (
-        RuleField.VIDEO_MIN_DURATION,
         RuleField.CAPTURE_TIME,
         RuleField.QUOTA_COUNT,
         RuleField.QUOTA_MIN_GAP,
@@ -115,9 +131,7 @@ def lifecycle_waits(action: Lifecycle, *, active: bool) -> bool:
     return active and action in (Lifecycle.PAUSE, Lifecycle.DELETE)
 
 
-def waiting_fields(
-    current: Mapping[RuleField, Value], proposed: Mapping[RuleField, Value]
-) -> frozenset[RuleField]:
+def waiting_fields(current: Mapping[Field, Value], proposed: Mapping[Field, Value]) -> frozenset[Field]:
     """Of the proposed values, the fields whose change makes the task easier (a field with no current
     value is being set for the first time: never easier)."""
     return frozenset(

@@ -13,6 +13,7 @@ from rules.quota import MAX_COUNT as MAX_QUOTA_COUNT
 from rules.quota import Period, Quota
 from rules.recurrence import Schedule
 from schema.enums import QuotaPeriod, ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod, Weekday
+from schema.media_rules import MediaRulesOnCreate, MediaRulesOnUpdate
 from services.kit import BadInput
 from services.reminders import ReminderOffset
 from services.tasks import (
@@ -89,33 +90,6 @@ class GpsRuleInput:
         )
 
 
-REQUIRE_CAPTURE_TIME = (
-    "a file without a capture time (EXIF DateTimeOriginal; a video's creation_time) is REJECTED with "
-    "NO_CAPTURE_TIME; dropping the requirement waits out the commitment horizon"
-)
-
-
-@strawberry.input
-class VideoRuleInput:
-    min_duration_seconds: float
-    require_capture_time: bool | None = strawberry.field(
-        default=None, description=f"{REQUIRE_CAPTURE_TIME}; left out: false on create, unchanged on update"
-    )
-
-
-@strawberry.input(description="a PHOTO task's rule")
-class PhotoRuleInput:
-    require_capture_time: bool = strawberry.field(description=REQUIRE_CAPTURE_TIME)
-
-
-def capture_requirement(photo: PhotoRuleInput | None, video: VideoRuleInput | None) -> bool | None:
-    """What the input says of the capture-time requirement (None: nothing); PHOTO's and VIDEO's rules both
-    set the one column, and a task has only one of them."""
-    if photo is not None:
-        return photo.require_capture_time
-    return video.require_capture_time if video is not None else None
-
-
 @strawberry.input(
     description="an INTEGRATION task's rule: which reported activities prove an instance (all must hold)"
 )
@@ -171,14 +145,12 @@ class QuotaInput:
 
 
 @strawberry.input
-class CreateTaskInput:
+class CreateTaskInput(MediaRulesOnCreate):
     title: str
     description: str | None = None
     method: VerificationMethod
     schedule: ScheduleInput
     gps: GpsRuleInput | None = strawberry.field(default=None, description="required when method = GPS")
-    video: VideoRuleInput | None = strawberry.field(default=None, description="required when method = VIDEO")
-    photo: PhotoRuleInput | None = strawberry.field(default=None, description="used when method = PHOTO")
     partner_review: PartnerRuleInput | None = strawberry.field(
         default=None, description="used when method = PARTNER"
     )
@@ -202,10 +174,10 @@ class CreateTaskInput:
             method=self.method,
             schedule=self.schedule.to_schedule("input.schedule", owner_zone),
             gps=self.gps.to_draft() if self.gps else None,
-            video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
+            column_rules=self.media_column_rules(),
             partner=self.partner_review.to_draft() if self.partner_review else None,
             activity=self.integration.to_rule() if self.integration else None,
-            require_capture_time=bool(capture_requirement(self.photo, self.video)),
+            require_capture_time=self.media_capture_required(),
             reminders=reminder_offsets(self.reminders or []),
             quota=self.quota.to_quota() if self.quota else None,
         )
@@ -243,13 +215,11 @@ class QuotaPatchInput:
 
 
 @strawberry.input(description="every field optional; a schedule change re-plans this task's chain")
-class UpdateTaskInput:
+class UpdateTaskInput(MediaRulesOnUpdate):
     title: str | None = strawberry.UNSET
     description: str | None = strawberry.UNSET
     schedule: SchedulePatchInput | None = strawberry.UNSET
     gps: GpsRuleInput | None = strawberry.UNSET
-    video: VideoRuleInput | None = strawberry.UNSET
-    photo: PhotoRuleInput | None = strawberry.UNSET
     partner_review: PartnerRuleInput | None = strawberry.UNSET
     integration: IntegrationRuleInput | None = strawberry.UNSET
     reminders: list[ReminderInput] | None = strawberry.field(
@@ -267,13 +237,10 @@ class UpdateTaskInput:
             description_set=self.description is not strawberry.UNSET,
             schedule=self.schedule.to_patch() if self.schedule else None,
             gps=self.gps.to_draft() if self.gps else None,
-            video_min_duration_seconds=self.video.min_duration_seconds if self.video else None,
+            column_rules=self.media_column_rules(),
             partner=self.partner_review.to_draft() if self.partner_review else None,
             activity=self.integration.to_rule() if self.integration else None,
-            require_capture_time=capture_requirement(
-                self.photo if isinstance(self.photo, PhotoRuleInput) else None,
-                self.video if isinstance(self.video, VideoRuleInput) else None,
-            ),
+            require_capture_time=self.media_capture_required(),
             reminders=reminder_offsets(self.reminders) if isinstance(self.reminders, list) else None,
             quota_count=quota.count if quota else None,
             quota_min_gap_seconds=quota.min_gap_seconds if quota else None,

@@ -8,6 +8,7 @@ import strawberry
 
 from models import Task as TaskRow
 from schema.enums import ReviewTimeoutPolicy
+from schema.media_rules import MediaRulesWaiting
 from schema.types.integration import PendingIntegrationRule
 from services.tasks import GPS_PARTS
 from services.tasks import PendingChange as WaitingChange
@@ -41,13 +42,12 @@ class PendingPartnerRule:
 @strawberry.type(
     description="easier edits wait out the owner's commitment horizon; at effectiveAt they apply"
 )
-class PendingChange:
+class PendingChange(MediaRulesWaiting):
     effective_at: datetime
     pause: bool = strawberry.field(description="the task will be paused")
     delete: bool = strawberry.field(description="the task will be deleted")
     schedule: PendingSchedule | None
     gps: PendingGpsRule | None
-    video_min_duration_seconds: float | None
     partner_review: PendingPartnerRule | None
     integration: PendingIntegrationRule | None = strawberry.field(
         description="the activity rule it will have"
@@ -68,12 +68,12 @@ def pending_change_of(row: TaskRow, *, owner: bool) -> PendingChange | None:
         return None
     partner = pending.partner_review
     return PendingChange(
+        waiting=pending,
         effective_at=row.pending_effective_at,
         pause=pending.pause,
         delete=pending.delete,
         schedule=_schedule(pending),
         gps=_gps(pending, owner=owner),
-        video_min_duration_seconds=pending.video_min_duration_seconds,
         partner_review=PendingPartnerRule(
             review_window_seconds=partner.review_window_seconds,
             on_timeout=ReviewTimeoutPolicy(partner.on_timeout.value),

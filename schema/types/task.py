@@ -8,7 +8,6 @@ import strawberry
 
 from models import QuotaPeriod as QuotaPeriodRow
 from models import Task as TaskRow
-from models import VerificationMethod as VerificationMethodRow
 from models import Weekday as WeekdayRow
 from schema.context import Info
 from schema.enums import (
@@ -19,6 +18,7 @@ from schema.enums import (
     VerificationMethod,
     Weekday,
 )
+from schema.media_rules import MediaRulesOfTask
 from schema.types.integration import IntegrationRule
 from schema.types.node import Node
 from schema.types.pagination import PageInfo, page_request
@@ -75,21 +75,6 @@ class GpsRule:
 
 
 @strawberry.type
-class VideoRule:
-    min_duration_seconds: float
-    require_capture_time: bool = strawberry.field(
-        description="a video without a creation time is REJECTED (NO_CAPTURE_TIME)"
-    )
-
-
-@strawberry.type(description="a PHOTO task's rule")
-class PhotoRule:
-    require_capture_time: bool = strawberry.field(
-        description="a photo without an EXIF capture time is REJECTED (NO_CAPTURE_TIME)"
-    )
-
-
-@strawberry.type
 class PartnerRule:
     review_window_seconds: int
     on_timeout: ReviewTimeoutPolicy
@@ -102,7 +87,7 @@ class Reminder:
 
 
 @strawberry.type
-class Task(Node):
+class Task(MediaRulesOfTask, Node):
     row: strawberry.Private[TaskRow]
 
     @strawberry.field
@@ -165,19 +150,6 @@ class Task(Node):
             week_starts_on=WeekdayRow(week) if week else None,
             min_gap_seconds=row.quota_min_gap_seconds or 0,
         )
-
-    @strawberry.field
-    def video(self) -> VideoRule | None:
-        minimum = self.row.video_min_duration_seconds
-        if minimum is None:
-            return None
-        return VideoRule(min_duration_seconds=minimum, require_capture_time=self.row.require_capture_time)
-
-    @strawberry.field
-    def photo(self) -> PhotoRule | None:
-        if self.row.method is not VerificationMethodRow.PHOTO:
-            return None
-        return PhotoRule(require_capture_time=self.row.require_capture_time)
 
     @strawberry.field
     def partner_review(self) -> PartnerRule | None:

@@ -13,7 +13,11 @@ from services.tasks.breaks import (
     upcoming_outside_breaks,
 )
 from services.tasks.drafts import (
+    COLUMN_RULES,
     DEFAULT_REVIEW_WINDOW_SECONDS,
+    VIDEO_MIN_DURATION,
+    ColumnRule,
+    ColumnValues,
     GpsRuleDraft,
     PartnerRuleDraft,
     SchedulePatch,
@@ -46,6 +50,7 @@ from services.tasks.zone_moves import RefusedMove, ZoneMoves, move_tasks_to_zone
 __all__ = [
     "AGENDA_ORDER",
     "APPLY_ACTOR",
+    "COLUMN_RULES",
     "DEFAULT_REVIEW_WINDOW_SECONDS",
     "GPS_PARTS",
     "INSTANCE_ORDER",
@@ -53,7 +58,10 @@ __all__ = [
     "MAX_BREAKS_AHEAD",
     "TASK_ORDER",
     "VERIFICATION_ORDER",
+    "VIDEO_MIN_DURATION",
     "BreakRequest",
+    "ColumnRule",
+    "ColumnValues",
     "GpsRuleDraft",
     "InstanceCount",
     "InstancePage",

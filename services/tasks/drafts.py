@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from models import ReviewTimeoutPolicy, VerificationMethod
 from rules.activity import ActivityRule
 from rules.errors import InvalidInput
 from rules.gps import validate_point
+from rules.horizon import ScalarField
 from rules.quota import Quota, boundary_rule, check_quota, first_period_end
 from rules.recurrence import Schedule
 from rules.timezones import zone_of
@@ -54,13 +55,47 @@ class PartnerRuleDraft:
 
 
 @dataclass(frozen=True)
+class ColumnRule:
+    """A proof kind's rule of one number, held in the `tasks` column `field`: required when a task of
+    `method` is created, refused on a task of another method, checked by `check` (all here), stored on
+    create and copied on edit as it is (tasks.py, edits.py), and, when an edit makes it easier (smaller,
+    or larger with `larger_is_easier`), held under the horizon by the pending change, stored under the
+    column's name (pending_change.py, pending_changes.py). Drafts, patches and pending changes carry its
+    value keyed by the rule itself, so the column's name is written here alone."""
+
+    field: str  # the column on Task
+    method: VerificationMethod
+    input: str  # the input field errors name
+    check: Callable[[float], None]
+    larger_is_easier: bool = False
+
+    @property
+    def horizon_field(self) -> ScalarField:
+        return ScalarField(self.field, self.larger_is_easier)
+
+
+def check_video_rule(min_duration_seconds: float) -> None:
+    if not 0 < _finite(min_duration_seconds, "input.video.minDurationSeconds") <= 3600:
+        raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
+
+
+# a shorter minimum is easier
+VIDEO_MIN_DURATION = ColumnRule(
+    "video_min_duration_seconds", VerificationMethod.VIDEO, "input.video", check_video_rule
+)
+COLUMN_RULES = (VIDEO_MIN_DURATION,)
+# what a draft, a patch or a pending change gives of them (a rule left out has no entry)
+ColumnValues = Mapping[ColumnRule, float]
+
+
+@dataclass(frozen=True)
 class TaskDraft:
     title: str
     description: str | None
     method: VerificationMethod
     schedule: Schedule
     gps: GpsRuleDraft | None = None
-    video_min_duration_seconds: float | None = None
+    column_rules: ColumnValues = field(default_factory=dict)
     partner: PartnerRuleDraft | None = None
     activity: ActivityRule | None = None  # INTEGRATION (checked when the input is read)
     require_capture_time: bool = False  # PHOTO/VIDEO
@@ -85,7 +120,7 @@ class TaskPatch:
     description_set: bool = False
     schedule: SchedulePatch | None = None
     gps: GpsRuleDraft | None = None
-    video_min_duration_seconds: float | None = None
+    column_rules: ColumnValues = field(default_factory=dict)  # the rules given (others keep theirs)
     partner: PartnerRuleDraft | None = None
     activity: ActivityRule | None = None
     require_capture_time: bool | None = None  # None keeps it
@@ -171,34 +206,11 @@ def quota_schedule(schedule: Schedule, quota: Quota) -> Schedule:
     )
 
 
-def check_video_rule(min_duration_seconds: float) -> None:
-    if not 0 < _finite(min_duration_seconds, "input.video.minDurationSeconds") <= 3600:
-        raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
-
-
 def check_partner_rule(rule: PartnerRuleDraft) -> None:
     if not 0 < rule.review_window_seconds <= MAX_REVIEW_WINDOW:
         raise BadInput(
             "input.partnerReview.reviewWindowSeconds", f"must be between 1 and {MAX_REVIEW_WINDOW} seconds"
         )
-
-
-@dataclass(frozen=True)
-class ColumnRule:
-    """A method's rule held in one column of `tasks` under the name of its draft and patch field: required
-    when a task of `method` is created, refused on a task of another method, checked by `check` (all
-    here), stored on create and copied on edit as it is (tasks.py, edits.py), and held under the horizon
-    by the pending change of its own name (pending_change.py, pending_changes.py)."""
-
-    field: str  # on TaskDraft, TaskPatch and Task
-    method: VerificationMethod
-    input: str  # the input field errors name
-    check: Callable[[Any], None]
-
-
-COLUMN_RULES = (
-    ColumnRule("video_min_duration_seconds", VerificationMethod.VIDEO, "input.video", check_video_rule),
-)
 
 
 # the methods whose files may carry a capture time
@@ -210,6 +222,8 @@ class GivenRules(Protocol):
 
     @property
     def gps(self) -> GpsRuleDraft | None: ...
+    @property
+    def column_rules(self) -> ColumnValues: ...
     @property
     def partner(self) -> PartnerRuleDraft | None: ...
     @property
@@ -224,8 +238,8 @@ def refuse_rules_of_other_methods(
     is required (a draft only when it requires one)."""
     if given.gps is not None and method is not VerificationMethod.GPS:
         raise BadInput("input.gps", "applies only to GPS tasks")
-    for rule in COLUMN_RULES:
-        if getattr(given, rule.field) is not None and method is not rule.method:
+    for rule in given.column_rules:
+        if method is not rule.method:
             raise BadInput(rule.input, f"applies only to {rule.method.value} tasks")
     if given.partner is not None and method is not VerificationMethod.PARTNER:
         raise BadInput("input.partnerReview", "applies only to PARTNER tasks")
@@ -241,7 +255,7 @@ def check_rules(draft: TaskDraft) -> None:
     if draft.quota is not None and draft.gps is not None and draft.gps.avoid:
         raise BadInput("input.quota", "an avoid-a-place rule has no proofs to count: leave quota out")
     for rule in COLUMN_RULES:
-        if draft.method is rule.method and getattr(draft, rule.field) is None:
+        if draft.method is rule.method and rule not in draft.column_rules:
             raise BadInput(rule.input, f"is required when method is {rule.method.value}")
     refuse_rules_of_other_methods(draft.method, draft, capture_given=draft.require_capture_time)
     check_given_rules(draft)
@@ -251,9 +265,7 @@ def check_given_rules(given: GivenRules) -> None:
     """The rules a create or an update carries (those left out keep their value and were checked)."""
     if given.gps is not None:
         check_gps_rule(given.gps)
-    for rule in COLUMN_RULES:
-        value = getattr(given, rule.field)
-        if value is not None:
-            rule.check(value)
+    for rule, value in given.column_rules.items():
+        rule.check(value)
     if given.partner is not None:
         check_partner_rule(given.partner)

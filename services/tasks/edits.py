@@ -16,7 +16,7 @@ from services.kit import db_now
 from services.reminders import stored
 from services.schedules import DueTimes, next_due_after
 from services.tasks.activity_rules import stored_activity_rule
-from services.tasks.drafts import COLUMN_RULES, TaskPatch
+from services.tasks.drafts import TaskPatch
 
 
 def whole_seconds(schedule: Schedule) -> Schedule:
@@ -38,9 +38,8 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
         task.gps_latitude, task.gps_longitude = patch.gps.latitude, patch.gps.longitude
         task.gps_radius_meters = patch.gps.radius_meters
         task.gps_max_accuracy_meters = patch.gps.max_accuracy_meters
-    for rule in COLUMN_RULES:
-        if (value := getattr(patch, rule.field)) is not None:
-            setattr(task, rule.field, value)
+    for rule, value in patch.column_rules.items():
+        setattr(task, rule.field, value)
     if patch.partner is not None:
         task.review_window_seconds = patch.partner.review_window_seconds
         task.review_on_timeout = patch.partner.on_timeout

@@ -3,13 +3,15 @@
 Stored in tasks.pending_change as JSON, one key per column it will set plus `pause` and `delete`.
 `PendingChange.read` is the one parser and `columns` the one writer, so the keys are spelled here alone.
 An edit supersedes a waiting value part by part (`Part`): a new geofence drops the whole waiting geofence,
-a new schedule shape the whole waiting shape.
+a new schedule shape the whole waiting shape. A proof kind's one-number rule (drafts.COLUMN_RULES) is a
+part of its own, the `ColumnRule` itself, its value kept in `column_rules` and stored under its column's
+name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 from models import ReviewTimeoutPolicy
 from rules.activity import ActivityRule
 from services.tasks.activity_rules import read_activity_rule, stored_activity_rule
-from services.tasks.drafts import COLUMN_RULES, PartnerRuleDraft
+from services.tasks.drafts import COLUMN_RULES, ColumnRule, ColumnValues, PartnerRuleDraft
 
 
 class Part(StrEnum):
@@ -29,7 +31,6 @@ class Part(StrEnum):
     GPS_CENTER = "gps_center"
     GPS_RADIUS = "gps_radius_meters"
     GPS_ACCURACY = "gps_max_accuracy_meters"
-    VIDEO_MIN_DURATION = "video_min_duration_seconds"
     PARTNER_REVIEW = "partner_review"
     ACTIVITY = "activity_rule"
     CAPTURE_OPTIONAL = "capture_time_optional"  # a photo or video will no longer need a capture time
@@ -39,13 +40,15 @@ class Part(StrEnum):
     DELETE = "delete"
 
 
+# what waits as a whole: a fixed part, or a proof kind's one-number rule
+WaitingPart = Part | ColumnRule
+
 SCHEDULE_PARTS = frozenset({Part.SHAPE, Part.WINDOW, Part.GRACE})
 GPS_PARTS = frozenset({Part.GPS_CENTER, Part.GPS_RADIUS, Part.GPS_ACCURACY})
-# set in place on the task row; a method's one-column rule (drafts.COLUMN_RULES) waits as the Part and
-# the PendingChange field of its own name, stored under that name too
-RULE_PARTS = (
+# set in place on the task row
+RULE_PARTS: frozenset[WaitingPart] = (
     GPS_PARTS
-    | {Part(rule.field) for rule in COLUMN_RULES}
+    | set(COLUMN_RULES)
     | {
         Part.PARTNER_REVIEW,
         Part.ACTIVITY,
@@ -73,7 +76,7 @@ class PendingChange:
     gps_center: tuple[float, float] | None = None  # (latitude, longitude): the centre moves as one
     gps_radius_meters: float | None = None
     gps_max_accuracy_meters: float | None = None
-    video_min_duration_seconds: float | None = None
+    column_rules: ColumnValues = field(default_factory=dict)
     partner_review: PartnerRuleDraft | None = None
     activity_rule: ActivityRule | None = None
     capture_time_optional: bool = False  # only dropping the requirement waits: it is the one easier value
@@ -116,7 +119,7 @@ class PendingChange:
             quota_min_gap_seconds=c.get("quota_min_gap_seconds"),
             pause=bool(c.get("pause")),
             delete=bool(c.get("delete")),
-            **{rule.field: c.get(rule.field) for rule in COLUMN_RULES},
+            column_rules={rule: c[rule.field] for rule in COLUMN_RULES if c.get(rule.field) is not None},
         )
 
     def columns(self) -> dict[str, Any] | None:
@@ -137,10 +140,11 @@ class PendingChange:
             "gps_max_accuracy_meters",
             "quota_count",
             "quota_min_gap_seconds",
-            *(rule.field for rule in COLUMN_RULES),
         ):
             if getattr(self, key) is not None:
                 c[key] = getattr(self, key)
+        for rule, value in self.column_rules.items():
+            c[rule.field] = value
         if self.gps_center is not None:
             c["gps_latitude"], c["gps_longitude"] = self.gps_center
         if self.partner_review is not None:
@@ -156,12 +160,17 @@ class PendingChange:
             c["delete"] = True
         return c or None
 
-    def parts(self) -> frozenset[Part]:
+    def parts(self) -> frozenset[WaitingPart]:
         """The parts that wait."""
         # by identity: a waiting 0 (a quota goal's gap) is a value, not "nothing waits"
-        return frozenset(
+        fixed = (
             p for p in Part if getattr(self, p.value) is not None and getattr(self, p.value) is not False
         )
+        return frozenset((*fixed, *self.column_rules))
+
+    def part_names(self) -> list[str]:
+        """The waiting parts by name (a one-number rule by its column), sorted: for logs."""
+        return sorted(p.field if isinstance(p, ColumnRule) else p.value for p in self.parts())
 
     @property
     def is_empty(self) -> bool:
@@ -171,19 +180,27 @@ class PendingChange:
     def touches_schedule(self) -> bool:
         return bool(self.parts() & SCHEDULE_PARTS)
 
-    def without(self, parts: Iterable[Part]) -> PendingChange:
+    def without(self, parts: Iterable[WaitingPart]) -> PendingChange:
         """This change with the given parts no longer waiting (an edit superseded them)."""
-        cleared: dict[str, Any] = {p.value: (False if p in _FLAGS else None) for p in parts}
-        return replace(self, **cleared)
+        gone = frozenset(parts)
+        cleared: dict[str, Any] = {
+            p.value: (False if p in _FLAGS else None) for p in gone if isinstance(p, Part)
+        }
+        kept = {rule: value for rule, value in self.column_rules.items() if rule not in gone}
+        return replace(self, column_rules=kept, **cleared)
 
     def joined(self, later: PendingChange) -> PendingChange:
         """This change with every part `later` has taken from `later`."""
-        taken: dict[str, Any] = {p.value: getattr(later, p.value) for p in later.parts()}
-        return replace(self, **taken)
+        taken: dict[str, Any] = {
+            p.value: getattr(later, p.value) for p in later.parts() if isinstance(p, Part)
+        }
+        return replace(self, column_rules={**self.column_rules, **later.column_rules}, **taken)
 
     def gains(self, later: PendingChange) -> bool:
         """Whether joining `later` adds a part or changes a waiting value."""
-        return any(getattr(self, p.value) != getattr(later, p.value) for p in later.parts())
+        return any(
+            getattr(self, p.value) != getattr(later, p.value) for p in later.parts() if isinstance(p, Part)
+        ) or any(self.column_rules.get(rule) != value for rule, value in later.column_rules.items())
 
 
 def _instant(value: Any) -> datetime | None:

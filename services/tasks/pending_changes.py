@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from models import ReviewTimeoutPolicy, Task, TaskState
-from rules.horizon import PartnerReview, RuleField, Value, makes_easier, waiting_fields
+from rules.horizon import Field, PartnerReview, RuleField, Value, makes_easier, waiting_fields
 from rules.recurrence import Schedule
 from services.chain import ChainTiming, lock_task
 from services.kit import db_now
@@ -29,7 +29,14 @@ from services.schedules import DueTimes, prefetch_many
 from services.tasks.activity_rules import activity_rule_of
 from services.tasks.drafts import COLUMN_RULES, GpsRuleDraft, SchedulePatch, TaskPatch
 from services.tasks.edits import Replan, apply_fields, before, delete_all, pause_all, replan_all
-from services.tasks.pending_change import GPS_PARTS, RULE_PARTS, Part, PendingChange, WaitingShape
+from services.tasks.pending_change import (
+    GPS_PARTS,
+    RULE_PARTS,
+    Part,
+    PendingChange,
+    WaitingPart,
+    WaitingShape,
+)
 from services.tasks.quota_edits import settle_met_periods
 
 log = logging.getLogger("proofloop.pending_changes")
@@ -120,8 +127,8 @@ def waiting_schedule(later: SchedulePatch | None, eventual: Schedule | None) -> 
     return PendingChange(shape=shape, window_seconds=later.window_seconds, grace_seconds=later.grace_seconds)
 
 
-def _rule_values(task: Task) -> dict[RuleField, Value]:
-    values: dict[RuleField, Value] = {}
+def _rule_values(task: Task) -> dict[Field, Value]:
+    values: dict[Field, Value] = {}
     if task.gps_latitude is not None and task.gps_longitude is not None:
         values[RuleField.GPS_CENTER] = (task.gps_latitude, task.gps_longitude)
     if task.gps_radius_meters is not None:
@@ -130,7 +137,7 @@ def _rule_values(task: Task) -> dict[RuleField, Value]:
         values[RuleField.GPS_ACCURACY] = task.gps_max_accuracy_meters
     for rule in COLUMN_RULES:
         if (value := getattr(task, rule.field)) is not None:
-            values[RuleField(rule.field)] = value
+            values[rule.horizon_field] = value
     if task.review_window_seconds is not None and task.review_on_timeout is not None:
         values[RuleField.PARTNER_REVIEW] = PartnerReview(
             task.review_window_seconds, task.review_on_timeout is ReviewTimeoutPolicy.APPROVE
@@ -149,15 +156,14 @@ def _radius_value(radius_meters: float, *, avoid: bool) -> float:
     return -radius_meters if avoid else radius_meters
 
 
-def _proposed_values(patch: TaskPatch, *, avoid: bool) -> dict[RuleField, Value]:
-    values: dict[RuleField, Value] = {}
+def _proposed_values(patch: TaskPatch, *, avoid: bool) -> dict[Field, Value]:
+    values: dict[Field, Value] = {}
     if patch.gps is not None:
         values[RuleField.GPS_CENTER] = (patch.gps.latitude, patch.gps.longitude)
         values[RuleField.GPS_RADIUS] = _radius_value(patch.gps.radius_meters, avoid=avoid)
         values[RuleField.GPS_ACCURACY] = patch.gps.max_accuracy_meters
-    for rule in COLUMN_RULES:
-        if (value := getattr(patch, rule.field)) is not None:
-            values[RuleField(rule.field)] = value
+    for rule, value in patch.column_rules.items():
+        values[rule.horizon_field] = value
     if patch.partner is not None:
         values[RuleField.PARTNER_REVIEW] = PartnerReview(
             patch.partner.review_window_seconds, patch.partner.on_timeout is ReviewTimeoutPolicy.APPROVE
@@ -184,10 +190,9 @@ class _ScalarRule:
     waiting_value: Callable[[Any], Any] = lambda value: value  # what the pending change keeps of it
 
 
-# every rule but the geofence (whose three parts wait apart): one row per rule, read by split_rules
+# every rule but the geofence (whose three parts wait apart) and the proof kinds' one-number rules
+# (drafts.COLUMN_RULES, each its own part): one row per rule, read by split_rules
 _SCALAR_RULES = (
-    # a method's one-column rule: its RuleField, Part and fields all bear the column's name
-    *(_ScalarRule(RuleField(rule.field), Part(rule.field), rule.field, rule.field) for rule in COLUMN_RULES),
     _ScalarRule(RuleField.PARTNER_REVIEW, Part.PARTNER_REVIEW, "partner", "partner_review"),
     _ScalarRule(RuleField.ACTIVITY, Part.ACTIVITY, "activity", "activity_rule"),
     # only dropping the requirement is easier, so what waits is always "optional"
@@ -205,12 +210,12 @@ _SCALAR_RULES = (
 )
 
 
-def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange, frozenset[Part]]:
+def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange, frozenset[WaitingPart]]:
     """The rule part of an edit (gps, video, partner review): (applied at once, what waits, the waiting
     parts it supersedes). A rule the task does not have passes through to be refused."""
     waiting = waiting_fields(_rule_values(task), _proposed_values(patch, avoid=task.gps_avoid))
     later = PendingChange()
-    touched: set[Part] = set()
+    touched: set[WaitingPart] = set(patch.column_rules)
     gps = patch.gps
     if gps is not None:
         touched.update(GPS_PARTS)
@@ -235,12 +240,15 @@ def split_rules(task: Task, patch: TaskPatch) -> tuple[TaskPatch, PendingChange,
         if rule.field in waiting:
             later = replace(later, **{rule.pending_field: rule.waiting_value(value)})
             at_once[rule.patch_field] = None
-    now = replace(patch, gps=gps, **at_once)
+    columns_now = {r: v for r, v in patch.column_rules.items() if r.horizon_field not in waiting}
+    columns_later = {r: v for r, v in patch.column_rules.items() if r.horizon_field in waiting}
+    later = replace(later, column_rules=columns_later)
+    now = replace(patch, gps=gps, column_rules=columns_now, **at_once)
     return now, later, frozenset(touched)
 
 
 async def hold_change(
-    task: Task, later: PendingChange, touched: frozenset[Part], *, now: datetime, horizon: timedelta
+    task: Task, later: PendingChange, touched: frozenset[WaitingPart], *, now: datetime, horizon: timedelta
 ) -> None:
     """Merge an edit into the task's pending change: drop what it superseded, add what waits. A change
     that gains or changes anything waits a full horizon again from this edit."""
@@ -302,7 +310,7 @@ def _rule_patch(task: Task, pending: PendingChange) -> TaskPatch:
         require_capture_time=False if pending.capture_time_optional else None,
         quota_count=pending.quota_count,
         quota_min_gap_seconds=pending.quota_min_gap_seconds,
-        **{rule.field: getattr(pending, rule.field) for rule in COLUMN_RULES},
+        column_rules=pending.column_rules,
     )
 
 
@@ -361,9 +369,7 @@ async def apply_pending_changes(
     await replan_all(replans, now, timing)
     await pause_all([task for task, pending in kept if pending.pause and task.state is TaskState.ACTIVE], now)
     for task, pending in changes:
-        log.info(
-            "pending change applied", extra={"task_id": str(task.id), "changed": sorted(pending.parts())}
-        )
+        log.info("pending change applied", extra={"task_id": str(task.id), "changed": pending.part_names()})
 
 
 def is_due(task: Task, now: datetime) -> bool:

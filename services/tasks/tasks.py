@@ -68,7 +68,7 @@ from services.tasks.drafts import (
     refuse_rules_of_other_methods,
 )
 from services.tasks.edits import apply_fields, before, delete_locked, pause_locked, replan, whole_seconds
-from services.tasks.pending_change import Part, PendingChange
+from services.tasks.pending_change import Part, PendingChange, WaitingPart
 from services.tasks.pending_changes import (
     apply_if_due,
     hold_change,
@@ -209,7 +209,7 @@ async def _insert_planned(
             gps_max_sample_gap_seconds=draft.gps.max_sample_gap_seconds
             if draft.gps and draft.gps.avoid
             else None,
-            **{rule.field: getattr(draft, rule.field) for rule in COLUMN_RULES},
+            **{rule.field: draft.column_rules.get(rule) for rule in COLUMN_RULES},
             require_capture_time=draft.require_capture_time,
             review_window_seconds=c.partner.review_window_seconds if c.partner else None,
             review_on_timeout=c.partner.on_timeout if c.partner else None,
@@ -303,7 +303,7 @@ async def update_task(
             if not plan.fits(task, has_schedule=patch.schedule is not None):
                 continue  # edited meanwhile: check the schedule it has now
             now_patch, later, touched = (
-                split_rules(task, patch) if plan.waits else (patch, PendingChange(), frozenset[Part]())
+                split_rules(task, patch) if plan.waits else (patch, PendingChange(), frozenset[WaitingPart]())
             )
             later = later.joined(waiting_schedule(plan.later, plan.eventual))
             check_quota_edit(task, now_patch, later)

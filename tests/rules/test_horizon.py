@@ -9,9 +9,11 @@ import pytest
 from rules.activity import ActivityRule
 from rules.horizon import (
     DueSpan,
+    Field,
     Lifecycle,
     PartnerReview,
     RuleField,
+    ScalarField,
     Value,
     lifecycle_waits,
     makes_easier,
@@ -21,6 +23,9 @@ from rules.horizon import (
 pytestmark = pytest.mark.unit
 
 T0 = datetime(2027, 1, 4, 7, 0, tzinfo=UTC)
+# a proof kind's one-number rules, as services/tasks/drafts.py declares them
+SHORTER_IS_EASIER = ScalarField("video_min_duration_seconds", larger_is_easier=False)
+LONGER_IS_EASIER = ScalarField("max_seconds", larger_is_easier=True)
 
 
 def days(*offsets: int) -> list[datetime]:
@@ -42,9 +47,12 @@ def days(*offsets: int) -> list[datetime]:
         (RuleField.GPS_ACCURACY, 100.0, 1000.0, True),  # a vaguer fix is accepted
         (RuleField.GPS_ACCURACY, 100.0, 20.0, False),
         (RuleField.GPS_ACCURACY, 100.0, 100.0, False),
-        (RuleField.VIDEO_MIN_DURATION, 30.0, 5.0, True),
-        (RuleField.VIDEO_MIN_DURATION, 5.0, 30.0, False),
-        (RuleField.VIDEO_MIN_DURATION, 5.0, 5.0, False),
+        (SHORTER_IS_EASIER, 30.0, 5.0, True),
+        (SHORTER_IS_EASIER, 5.0, 30.0, False),
+        (SHORTER_IS_EASIER, 5.0, 5.0, False),
+        (LONGER_IS_EASIER, 5.0, 30.0, True),
+        (LONGER_IS_EASIER, 30.0, 5.0, False),
+        (LONGER_IS_EASIER, 5.0, 5.0, False),
         (RuleField.GPS_CENTER, (52.52, 13.405), (48.137, 11.575), True),  # moved: maybe to where one is
         (RuleField.GPS_CENTER, (52.52, 13.405), (52.52, 13.405), False),
         (RuleField.QUOTA_COUNT, 3, 2, True),  # fewer proofs a period
@@ -54,7 +62,7 @@ def days(*offsets: int) -> list[datetime]:
         (RuleField.QUOTA_MIN_GAP, 0, 3600, False),
     ],
 )
-def test_numbers_and_places(field: RuleField, old: Value, new: Value, easier: bool) -> None:
+def test_numbers_and_places(field: Field, old: Value, new: Value, easier: bool) -> None:
     assert makes_easier(field, old, new) is easier
 
 
@@ -139,16 +147,16 @@ def test_lifecycle(action: Lifecycle, active: bool, waits: bool) -> None:
 
 
 def test_a_mixed_edit_splits_by_field() -> None:
-    current: dict[RuleField, Value] = {
+    current: dict[Field, Value] = {
         RuleField.GPS_CENTER: (52.52, 13.405),
         RuleField.GPS_RADIUS: 150.0,
         RuleField.GPS_ACCURACY: 100.0,
     }
-    proposed: dict[RuleField, Value] = {
+    proposed: dict[Field, Value] = {
         RuleField.GPS_CENTER: (52.52, 13.405),
         RuleField.GPS_RADIUS: 500.0,  # easier
         RuleField.GPS_ACCURACY: 20.0,  # harder
-        RuleField.VIDEO_MIN_DURATION: 1.0,  # the task has no video rule: never waits (refused elsewhere)
+        SHORTER_IS_EASIER: 1.0,  # the task has no video rule: never waits (refused elsewhere)
     }
     assert waiting_fields(current, proposed) == {RuleField.GPS_RADIUS}
 
@@ -160,7 +168,6 @@ def test_every_field_has_a_direction() -> None:
         RuleField.GRACE: (1, 2),
         RuleField.GPS_RADIUS: (1.0, 2.0),
         RuleField.GPS_ACCURACY: (1.0, 2.0),
-        RuleField.VIDEO_MIN_DURATION: (2.0, 1.0),
         RuleField.GPS_CENTER: ((0.0, 0.0), (1.0, 1.0)),
         RuleField.PARTNER_REVIEW: (PartnerReview(1, False), PartnerReview(1, True)),
         RuleField.OCCURRENCES: (span(days(0)), span(days(1))),

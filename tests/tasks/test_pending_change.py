@@ -3,15 +3,21 @@ part, in the JSON shape rows already hold; and merging drops what an edit supers
 
 from __future__ import annotations
 
-from dataclasses import fields
 from datetime import UTC, datetime
 
 import pytest
 
 from models import ReviewTimeoutPolicy, Task
-from rules.horizon import RuleField
-from services.tasks import GPS_PARTS, Part, PartnerRuleDraft, PendingChange, WaitingShape
-from services.tasks.drafts import COLUMN_RULES, TaskDraft, TaskPatch
+from rules.horizon import ScalarField
+from services.tasks import (
+    COLUMN_RULES,
+    GPS_PARTS,
+    VIDEO_MIN_DURATION,
+    Part,
+    PartnerRuleDraft,
+    PendingChange,
+    WaitingShape,
+)
 from services.tasks.pending_change import RULE_PARTS
 
 pytestmark = pytest.mark.unit
@@ -49,7 +55,8 @@ def test_every_part_reads_back_as_it_was_stored() -> None:
     )
     assert change.gps_center == (52.52, 13.405)
     assert change.partner_review == PartnerRuleDraft(3600, ReviewTimeoutPolicy.APPROVE)
-    assert change.parts() == frozenset(Part)
+    assert change.parts() == frozenset(Part) | set(COLUMN_RULES)
+    assert change.column_rules == {VIDEO_MIN_DURATION: 12.5}
     assert change.columns() == STORED
 
 
@@ -61,6 +68,7 @@ def test_every_part_reads_back_as_it_was_stored() -> None:
         {"gps_radius_meters": 2000.0},
         {"starts_at": "2027-03-22T06:00:00+00:00", "rrule": None, "timezone": "UTC", "count_ends_at": None},
         {"review_window_seconds": 60, "review_on_timeout": "REJECT"},
+        {"video_min_duration_seconds": 3.0},
     ],
 )
 def test_a_single_part_round_trips_alone(stored: dict[str, object]) -> None:
@@ -81,24 +89,25 @@ def test_an_edit_supersedes_whole_parts_and_waits_again_only_when_it_gains() -> 
     assert waiting.touches_schedule
     kept = waiting.without(GPS_PARTS | {Part.PAUSE})
     assert kept.gps_center is None and kept.gps_radius_meters is None and not kept.pause
-    assert kept.video_min_duration_seconds == 12.5  # untouched parts stay
-    assert not kept.gains(PendingChange(video_min_duration_seconds=12.5))  # the same value again
-    assert kept.gains(PendingChange(video_min_duration_seconds=20.0))
+    assert kept.column_rules == {VIDEO_MIN_DURATION: 12.5}  # untouched parts stay
+    assert not kept.gains(PendingChange(column_rules={VIDEO_MIN_DURATION: 12.5}))  # the same value again
+    assert kept.gains(PendingChange(column_rules={VIDEO_MIN_DURATION: 20.0}))
     assert kept.gains(PendingChange(pause=True))  # a part it did not have
     joined = kept.joined(PendingChange(gps_radius_meters=500.0))
-    assert (joined.gps_radius_meters, joined.video_min_duration_seconds) == (500.0, 12.5)
+    assert (joined.gps_radius_meters, joined.column_rules) == (500.0, {VIDEO_MIN_DURATION: 12.5})
+    assert kept.without({VIDEO_MIN_DURATION}).column_rules == {}
+    assert "video_min_duration_seconds" in kept.part_names()
 
 
-def test_each_one_column_rule_bears_one_name_from_input_to_column() -> None:
-    """A `ColumnRule` is found by its name everywhere it goes: the draft's and the patch's field, the
-    task's column, the horizon's rule, the waiting part and its field, the stored key."""
+def test_each_one_column_rule_is_named_by_its_column_alone() -> None:
+    """A `ColumnRule` is its own key from the input to the pending change; its column's name is what the
+    task row holds, what the horizon compares and what the pending change stores."""
     assert COLUMN_RULES
     for rule in COLUMN_RULES:
-        assert rule.field in {f.name for f in fields(TaskDraft)} & {f.name for f in fields(TaskPatch)}
         assert rule.field in Task._meta.fields_map
-        assert RuleField(rule.field).value == rule.field
-        assert Part(rule.field) in RULE_PARTS
+        assert rule.horizon_field == ScalarField(rule.field, rule.larger_is_easier)
+        assert rule in RULE_PARTS
         waiting = PendingChange.read({rule.field: 7.0})
-        assert getattr(waiting, rule.field) == 7.0
-        assert waiting.parts() == {Part(rule.field)}
+        assert waiting.column_rules == {rule: 7.0}
+        assert waiting.parts() == {rule}
         assert waiting.columns() == {rule.field: 7.0}
