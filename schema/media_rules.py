@@ -3,8 +3,8 @@ output types, and their fields on CreateTaskInput, UpdateTaskInput, Task and Pen
 them in from the classes below (`CreateTaskInput(MediaRulesOnCreate)` and so on). A new media kind adds
 its rule here and nowhere else in schema/.
 
-A one-number rule is the `ColumnRule` services/tasks/drafts.py declares (VIDEO_MIN_DURATION): drafts,
-patches and pending changes carry its value keyed by that rule, so the column is named there alone.
+A one-number rule is a member of `ColumnRule` (services/tasks/drafts.py; VIDEO_MIN_DURATION): drafts,
+patches and pending changes carry its value keyed by that member, so the column is named there alone.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import strawberry
 
 from models import Task as TaskRow
 from models import VerificationMethod
-from services.tasks import VIDEO_MIN_DURATION, ColumnRule, ColumnValues
+from services.tasks import ColumnRule, ColumnValues
 from services.tasks import PendingChange as WaitingChange
 
 REQUIRE_CAPTURE_TIME = (
@@ -52,7 +52,7 @@ class PhotoRule:
 
 def _column_values(video: VideoRuleInput | None) -> ColumnValues:
     given: dict[ColumnRule, float | None] = {
-        VIDEO_MIN_DURATION: video.min_duration_seconds if video is not None else None,
+        ColumnRule.VIDEO_MIN_DURATION: video.min_duration_seconds if video is not None else None,
     }
     return {rule: value for rule, value in given.items() if value is not None}
 
@@ -126,4 +126,4 @@ class MediaRulesWaiting:
 
     @strawberry.field
     def video_min_duration_seconds(self) -> float | None:
-        return self.waiting.column_rules.get(VIDEO_MIN_DURATION)
+        return self.waiting.column_rules.get(ColumnRule.VIDEO_MIN_DURATION)

@@ -15,7 +15,6 @@ from services.tasks.breaks import (
 from services.tasks.drafts import (
     COLUMN_RULES,
     DEFAULT_REVIEW_WINDOW_SECONDS,
-    VIDEO_MIN_DURATION,
     ColumnRule,
     ColumnValues,
     GpsRuleDraft,
@@ -58,7 +57,6 @@ __all__ = [
     "MAX_BREAKS_AHEAD",
     "TASK_ORDER",
     "VERIFICATION_ORDER",
-    "VIDEO_MIN_DURATION",
     "BreakRequest",
     "ColumnRule",
     "ColumnValues",

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Protocol
 
 from models import ReviewTimeoutPolicy, VerificationMethod
@@ -54,36 +55,58 @@ class PartnerRuleDraft:
     on_timeout: ReviewTimeoutPolicy
 
 
-@dataclass(frozen=True)
-class ColumnRule:
-    """A proof kind's rule of one number, held in the `tasks` column `field`: required when a task of
-    `method` is created, refused on a task of another method, checked by `check` (all here), stored on
-    create and copied on edit as it is (tasks.py, edits.py), and, when an edit makes it easier (smaller,
-    or larger with `larger_is_easier`), held under the horizon by the pending change, stored under the
-    column's name (pending_change.py, pending_changes.py). Drafts, patches and pending changes carry its
-    value keyed by the rule itself, so the column's name is written here alone."""
+def check_video_rule(min_duration_seconds: float) -> None:
+    if not 0 < _finite(min_duration_seconds, "input.video.minDurationSeconds") <= 3600:
+        raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
 
-    field: str  # the column on Task
+
+@dataclass(frozen=True)
+class OneNumberRule:
+    column: str  # on Task
     method: VerificationMethod
     input: str  # the input field errors name
     check: Callable[[float], None]
     larger_is_easier: bool = False
+
+
+class ColumnRule(Enum):
+    """A proof kind's rule of one number, held in one `tasks` column: required when a task of its method
+    is created, refused on a task of another method, checked (all here), stored on create and copied on
+    edit as it is (tasks.py, edits.py), and, when an edit makes it easier (smaller, or larger with
+    `larger_is_easier`), held under the horizon by the pending change, stored under the column's name
+    (pending_change.py, pending_changes.py). Drafts, patches and pending changes carry its value keyed by
+    the member, so the column is named here alone, and a new kind's rule is one member more."""
+
+    # a shorter minimum is easier
+    VIDEO_MIN_DURATION = OneNumberRule(
+        "video_min_duration_seconds", VerificationMethod.VIDEO, "input.video", check_video_rule
+    )
+
+    @property
+    def field(self) -> str:
+        return self.value.column
+
+    @property
+    def method(self) -> VerificationMethod:
+        return self.value.method
+
+    @property
+    def input(self) -> str:
+        return self.value.input
+
+    def check(self, value: float) -> None:
+        self.value.check(value)
+
+    @property
+    def larger_is_easier(self) -> bool:
+        return self.value.larger_is_easier
 
     @property
     def horizon_field(self) -> ScalarField:
         return ScalarField(self.field, self.larger_is_easier)
 
 
-def check_video_rule(min_duration_seconds: float) -> None:
-    if not 0 < _finite(min_duration_seconds, "input.video.minDurationSeconds") <= 3600:
-        raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
-
-
-# a shorter minimum is easier
-VIDEO_MIN_DURATION = ColumnRule(
-    "video_min_duration_seconds", VerificationMethod.VIDEO, "input.video", check_video_rule
-)
-COLUMN_RULES = (VIDEO_MIN_DURATION,)
+COLUMN_RULES = tuple(ColumnRule)
 # what a draft, a patch or a pending change gives of them (a rule left out has no entry)
 ColumnValues = Mapping[ColumnRule, float]
 

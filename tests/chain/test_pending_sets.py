@@ -26,7 +26,7 @@ from rules.recurrence import Schedule
 from services.chain.chain import ChainTiming, lock_task
 from services.kit.db import db_now, write_transaction
 from services.reminders import ReminderOffset
-from services.tasks.drafts import VIDEO_MIN_DURATION, GpsRuleDraft, PartnerRuleDraft, TaskDraft
+from services.tasks.drafts import ColumnRule, GpsRuleDraft, PartnerRuleDraft, TaskDraft
 from services.tasks.pending_change import PendingChange, WaitingShape
 from services.tasks.pending_changes import apply_pending_change, apply_pending_changes, eventual_due_times
 from services.tasks.pending_delivery import apply_changes_of
@@ -54,8 +54,8 @@ CASES: dict[str, tuple[VerificationMethod, dict[str, object], PendingChange]] = 
     "radius alone": (VerificationMethod.GPS, {"gps": GPS}, PendingChange(gps_radius_meters=900.0)),
     "video": (
         VerificationMethod.VIDEO,
-        {"column_rules": {VIDEO_MIN_DURATION: 5.0}},
-        PendingChange(column_rules={VIDEO_MIN_DURATION: 1.0}),
+        {"column_rules": {ColumnRule.VIDEO_MIN_DURATION: 5.0}},
+        PendingChange(column_rules={ColumnRule.VIDEO_MIN_DURATION: 1.0}),
     ),
     "partner review": (
         VerificationMethod.PARTNER,

@@ -12,7 +12,7 @@ from rules.horizon import ScalarField
 from services.tasks import (
     COLUMN_RULES,
     GPS_PARTS,
-    VIDEO_MIN_DURATION,
+    ColumnRule,
     Part,
     PartnerRuleDraft,
     PendingChange,
@@ -56,7 +56,7 @@ def test_every_part_reads_back_as_it_was_stored() -> None:
     assert change.gps_center == (52.52, 13.405)
     assert change.partner_review == PartnerRuleDraft(3600, ReviewTimeoutPolicy.APPROVE)
     assert change.parts() == frozenset(Part) | set(COLUMN_RULES)
-    assert change.column_rules == {VIDEO_MIN_DURATION: 12.5}
+    assert change.column_rules == {ColumnRule.VIDEO_MIN_DURATION: 12.5}
     assert change.columns() == STORED
 
 
@@ -89,13 +89,15 @@ def test_an_edit_supersedes_whole_parts_and_waits_again_only_when_it_gains() -> 
     assert waiting.touches_schedule
     kept = waiting.without(GPS_PARTS | {Part.PAUSE})
     assert kept.gps_center is None and kept.gps_radius_meters is None and not kept.pause
-    assert kept.column_rules == {VIDEO_MIN_DURATION: 12.5}  # untouched parts stay
-    assert not kept.gains(PendingChange(column_rules={VIDEO_MIN_DURATION: 12.5}))  # the same value again
-    assert kept.gains(PendingChange(column_rules={VIDEO_MIN_DURATION: 20.0}))
+    assert kept.column_rules == {ColumnRule.VIDEO_MIN_DURATION: 12.5}  # untouched parts stay
+    assert not kept.gains(
+        PendingChange(column_rules={ColumnRule.VIDEO_MIN_DURATION: 12.5})
+    )  # the same value again
+    assert kept.gains(PendingChange(column_rules={ColumnRule.VIDEO_MIN_DURATION: 20.0}))
     assert kept.gains(PendingChange(pause=True))  # a part it did not have
     joined = kept.joined(PendingChange(gps_radius_meters=500.0))
-    assert (joined.gps_radius_meters, joined.column_rules) == (500.0, {VIDEO_MIN_DURATION: 12.5})
-    assert kept.without({VIDEO_MIN_DURATION}).column_rules == {}
+    assert (joined.gps_radius_meters, joined.column_rules) == (500.0, {ColumnRule.VIDEO_MIN_DURATION: 12.5})
+    assert kept.without({ColumnRule.VIDEO_MIN_DURATION}).column_rules == {}
     assert "video_min_duration_seconds" in kept.part_names()
 
 
