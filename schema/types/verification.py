@@ -100,12 +100,13 @@ class Verification(Node):
         return f"{settings.api_url.rstrip('/')}{link}" if settings.api_url else link
 
     @strawberry.field(
-        description="PHOTO/VIDEO: signed, expires within minutes; owner and active partners only"
+        description="a proof that uploads a file (a photo, a video): the cleaned copy kept; signed, expires "
+        "within minutes; owner and active partners only"
     )
     async def media_url(self, info: Info) -> str | None:
         return await self._media_link(info, "media", self.row.media_digest)
 
-    @strawberry.field(description="PHOTO/VIDEO: likewise")
+    @strawberry.field(description="a proof that uploads a file: its thumbnail; likewise")
     async def thumbnail_url(self, info: Info) -> str | None:
         return await self._media_link(info, "thumbnail", self.row.thumbnail_digest)
 
