@@ -83,7 +83,7 @@ class ColumnRule(Enum):
     )
 
     @property
-    def field(self) -> str:
+    def column(self) -> str:
         return self.value.column
 
     @property
@@ -103,7 +103,7 @@ class ColumnRule(Enum):
 
     @property
     def horizon_field(self) -> ScalarField:
-        return ScalarField(self.field, self.larger_is_easier)
+        return ScalarField(self.column, self.larger_is_easier)
 
 
 COLUMN_RULES = tuple(ColumnRule)

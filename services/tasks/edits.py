@@ -39,7 +39,7 @@ def apply_fields(task: Task, title: str | None, description: str | None, patch: 
         task.gps_radius_meters = patch.gps.radius_meters
         task.gps_max_accuracy_meters = patch.gps.max_accuracy_meters
     for rule, value in patch.column_rules.items():
-        setattr(task, rule.field, value)
+        setattr(task, rule.column, value)
     if patch.partner is not None:
         task.review_window_seconds = patch.partner.review_window_seconds
         task.review_on_timeout = patch.partner.on_timeout

@@ -119,7 +119,7 @@ class PendingChange:
             quota_min_gap_seconds=c.get("quota_min_gap_seconds"),
             pause=bool(c.get("pause")),
             delete=bool(c.get("delete")),
-            column_rules={rule: c[rule.field] for rule in COLUMN_RULES if c.get(rule.field) is not None},
+            column_rules={rule: c[rule.column] for rule in COLUMN_RULES if c.get(rule.column) is not None},
         )
 
     def columns(self) -> dict[str, Any] | None:
@@ -144,7 +144,7 @@ class PendingChange:
             if getattr(self, key) is not None:
                 c[key] = getattr(self, key)
         for rule, value in self.column_rules.items():
-            c[rule.field] = value
+            c[rule.column] = value
         if self.gps_center is not None:
             c["gps_latitude"], c["gps_longitude"] = self.gps_center
         if self.partner_review is not None:
@@ -170,7 +170,7 @@ class PendingChange:
 
     def part_names(self) -> list[str]:
         """The waiting parts by name (a one-number rule by its column), sorted: for logs."""
-        return sorted(p.field if isinstance(p, ColumnRule) else p.value for p in self.parts())
+        return sorted(p.column if isinstance(p, ColumnRule) else p.value for p in self.parts())
 
     @property
     def is_empty(self) -> bool:

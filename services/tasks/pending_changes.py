@@ -136,7 +136,7 @@ def _rule_values(task: Task) -> dict[Field, Value]:
     if task.gps_max_accuracy_meters is not None:
         values[RuleField.GPS_ACCURACY] = task.gps_max_accuracy_meters
     for rule in COLUMN_RULES:
-        if (value := getattr(task, rule.field)) is not None:
+        if (value := getattr(task, rule.column)) is not None:
             values[rule.horizon_field] = value
     if task.review_window_seconds is not None and task.review_on_timeout is not None:
         values[RuleField.PARTNER_REVIEW] = PartnerReview(
@@ -320,7 +320,7 @@ _RULE_COLUMNS = [
     "gps_longitude",
     "gps_radius_meters",
     "gps_max_accuracy_meters",
-    *(rule.field for rule in COLUMN_RULES),
+    *(rule.column for rule in COLUMN_RULES),
     "review_window_seconds",
     "review_on_timeout",
     "activity_rule",

@@ -209,7 +209,7 @@ async def _insert_planned(
             gps_max_sample_gap_seconds=draft.gps.max_sample_gap_seconds
             if draft.gps and draft.gps.avoid
             else None,
-            **{rule.field: draft.column_rules.get(rule) for rule in COLUMN_RULES},
+            **{rule.column: draft.column_rules.get(rule) for rule in COLUMN_RULES},
             require_capture_time=draft.require_capture_time,
             review_window_seconds=c.partner.review_window_seconds if c.partner else None,
             review_on_timeout=c.partner.on_timeout if c.partner else None,

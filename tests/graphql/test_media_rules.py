@@ -32,7 +32,7 @@ def test_the_rule_is_an_input_on_create_and_update_and_waits_under_its_column(ru
         assert _input_field(rule) in given.fields, name
     pending = GRAPHQL_SCHEMA.get_type("PendingChange")
     assert isinstance(pending, GraphQLObjectType)
-    waiting = to_camel_case(rule.field)
+    waiting = to_camel_case(rule.column)
     assert waiting in pending.fields
     resolver = pending.fields[waiting].resolve
     assert resolver is not None

@@ -106,10 +106,10 @@ def test_each_one_column_rule_is_named_by_its_column_alone() -> None:
     task row holds, what the horizon compares and what the pending change stores."""
     assert COLUMN_RULES
     for rule in COLUMN_RULES:
-        assert rule.field in Task._meta.fields_map
-        assert rule.horizon_field == ScalarField(rule.field, rule.larger_is_easier)
+        assert rule.column in Task._meta.fields_map
+        assert rule.horizon_field == ScalarField(rule.column, rule.larger_is_easier)
         assert rule in RULE_PARTS
-        waiting = PendingChange.read({rule.field: 7.0})
+        waiting = PendingChange.read({rule.column: 7.0})
         assert waiting.column_rules == {rule: 7.0}
         assert waiting.parts() == {rule}
-        assert waiting.columns() == {rule.field: 7.0}
+        assert waiting.columns() == {rule.column: 7.0}
