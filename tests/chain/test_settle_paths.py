@@ -34,15 +34,22 @@ async def _identical_tasks(rrule: str | None, count: int) -> list[Task]:
 
 
 async def _bring_due(tasks: list[Task], at: datetime) -> list[str]:
-    """Each task as if it had started at `at`: its first instance due then, with a live-looking link 1
-    (so no pump takes it)."""
+    """Each task as if it had started at `at`: its first instance due then, with link 1 sent, as the
+    pump reads it, an hour from now: the run's worker pumps this database too, and a link sent longer
+    ago than PROOFLOOP_LINK_OVERDUE_SECONDS would be taken as lost and resent between the two paths."""
     ids = []
     for task in tasks:
         await Task.filter(id=task.id).update(starts_at=at)
         instance = await TaskInstance.get(task_id=task.id, status=InstanceStatus.PENDING)
         opens_at = at - timedelta(seconds=task.window_seconds)
         await TaskInstance.filter(id=instance.id).update(
-            opens_at=opens_at, due_at=at, closes_at=at, fire_at=at, link_no=1, link_for=at, linked_at=opens_at
+            opens_at=opens_at,
+            due_at=at,
+            closes_at=at,
+            fire_at=at,
+            link_no=1,
+            link_for=at,
+            linked_at=at + timedelta(hours=1),
         )
         ids.append(str(instance.id))
     return ids
