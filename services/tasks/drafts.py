@@ -60,15 +60,6 @@ def check_video_rule(min_duration_seconds: float) -> None:
         raise BadInput("input.video.minDurationSeconds", "must be greater than 0 and at most 3600")
 
 
-@dataclass(frozen=True)
-class OneNumberRule:
-    column: str  # on Task
-    method: VerificationMethod
-    input: str  # the input field errors name
-    check: Callable[[float], None]
-    larger_is_easier: bool = False
-
-
 class ColumnRule(Enum):
     """A proof kind's rule of one number, held in one `tasks` column: required when a task of its method
     is created, refused on a task of another method, checked (all here), stored on create and copied on
@@ -77,29 +68,29 @@ class ColumnRule(Enum):
     (pending_change.py, pending_changes.py). Drafts, patches and pending changes carry its value keyed by
     the member, so the column is named here alone, and a new kind's rule is one member more."""
 
-    # a shorter minimum is easier
-    VIDEO_MIN_DURATION = OneNumberRule(
-        "video_min_duration_seconds", VerificationMethod.VIDEO, "input.video", check_video_rule
+    # (column on Task, method, the input field errors name, check, larger_is_easier): a shorter minimum
+    # is easier
+    VIDEO_MIN_DURATION = (
+        "video_min_duration_seconds",
+        VerificationMethod.VIDEO,
+        "input.video",
+        check_video_rule,
+        False,
     )
 
-    @property
-    def column(self) -> str:
-        return self.value.column
-
-    @property
-    def method(self) -> VerificationMethod:
-        return self.value.method
-
-    @property
-    def input(self) -> str:
-        return self.value.input
-
-    def check(self, value: float) -> None:
-        self.value.check(value)
-
-    @property
-    def larger_is_easier(self) -> bool:
-        return self.value.larger_is_easier
+    def __init__(
+        self,
+        column: str,
+        method: VerificationMethod,
+        input: str,
+        check: Callable[[float], None],
+        larger_is_easier: bool,
+    ) -> None:
+        self.column = column
+        self.method = method
+        self.input = input
+        self.check = check
+        self.larger_is_easier = larger_is_easier
 
     @property
     def horizon_field(self) -> ScalarField:
