@@ -12,11 +12,12 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 from gql import Client, GraphQLRequest
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from harness.mailbox import Mailbox
 
 ROOT = Path(__file__).resolve().parent.parent
+
+T = TypeVar("T")
 
 
 # the secret of the servers tests/conftest.py starts: it enciphers event ids (services/kit/ids.py)
@@ -343,8 +346,6 @@ TASK_WITH_INSTANCE = """mutation($input: CreateTaskInput!) {
 
 def open_schedule(starts_in_seconds: float = 30, window_seconds: int = 3600) -> dict[str, Any]:
     """A daily schedule whose first instance is open now (due shortly, window open, grace one minute)."""
-    from datetime import UTC, datetime, timedelta
-
     # whole seconds: recurrence works in seconds (a sub-second DTSTART would skip the first occurrence)
     starts = (datetime.now(UTC) + timedelta(seconds=starts_in_seconds)).replace(microsecond=0)
     return {
@@ -379,6 +380,44 @@ async def create_open_task(
     task_input.update(rules)
     task = (await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token))["createTask"]
     return task["id"], task["currentInstance"]["id"]
+
+
+async def act_before_deadline(
+    api: ApiClient,
+    token: str,
+    method: str,
+    act: Callable[[str], Awaitable[T]],
+    *,
+    window_seconds: int = 600,
+    **rules: Any,
+) -> tuple[str, str, T]:
+    """A task of `method` whose current instance falls due seconds from now (no grace) and what
+    `act(instance id)` gave while that instance was still open: (task id, instance id, result).
+
+    The lead starts at 2 s, so the worker settles the instance soon after; when `act` has not returned
+    before the deadline (a loaded machine), it may have come too late, and another task is tried with
+    twice the lead. The outcome never depends on the machine's speed, only how long it takes. A late
+    try's task stays and is settled like any other: callers read only the instance returned."""
+    lead = 2.0
+    while True:
+        schedule = {**open_schedule(starts_in_seconds=lead, window_seconds=window_seconds), "graceSeconds": 0}
+        task_input = {"title": f"{method.title()} task", "method": method, "schedule": schedule}
+        task_input.update(task_rules(method))
+        task_input.update(rules)
+        task = (await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token))["createTask"]
+        instance = task["currentInstance"]
+        closes = datetime.fromisoformat(instance["closesAt"])
+        try:
+            result = await act(instance["id"])
+        except GraphQLFailure:
+            if datetime.now(UTC) < closes:
+                raise
+        else:
+            if datetime.now(UTC) < closes:
+                return task["id"], instance["id"], result
+        if lead >= 64:
+            raise AssertionError(f"{method} instance: the action never came before a deadline {lead:g} s out")
+        lead *= 2
 
 
 async def partner_pair(api: ApiClient) -> tuple[str, str, str, str]:

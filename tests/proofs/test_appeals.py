@@ -14,8 +14,8 @@ from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     ServerProcess,
+    act_before_deadline,
     create_open_task,
-    open_schedule,
     partner_pair,
     row_key,
 )
@@ -44,9 +44,9 @@ async def settle(database_url: str, instance_id: str, status: str, hours_ago: fl
 async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_chain(api: ApiClient) -> None:
     owner, _, partner, _ = await partner_pair(api)
     stranger, _ = await api.register()
-    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
-    task_id, instance_id = await create_open_task(api, owner, "GPS", schedule)
-    rejected = await check_in(api, owner, instance_id, MUNICH)
+    task_id, instance_id, rejected = await act_before_deadline(
+        api, owner, "GPS", lambda instance: check_in(api, owner, instance, MUNICH)
+    )
     assert (rejected["status"], rejected["reason"]) == ("REJECTED", "OUTSIDE_GEOFENCE")
 
     async def missed() -> bool:

@@ -9,7 +9,7 @@ import pytest
 
 from harness.chain_support import eventually
 from harness.mailbox import Mailbox
-from harness.proofloop import ApiClient, create_open_task, open_schedule, partner_pair
+from harness.proofloop import ApiClient, act_before_deadline, create_open_task, open_schedule, partner_pair
 from tests.support.appeals import REVIEW, appeal, event_types, refused, status_of
 from tests.support.dev import dev_running
 from tests.support.proofs_gps import MUNICH, check_in
@@ -26,9 +26,9 @@ def embedded(tmp_path_factory: pytest.TempPathFactory, mailbox: Mailbox) -> Iter
 async def test_an_upheld_appeal_on_sqlite(embedded: ApiClient) -> None:
     api = embedded
     owner, _, partner, _ = await partner_pair(api)
-    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
-    _, instance_id = await create_open_task(api, owner, "GPS", schedule)
-    rejected = await check_in(api, owner, instance_id, MUNICH)
+    _, instance_id, rejected = await act_before_deadline(
+        api, owner, "GPS", lambda instance: check_in(api, owner, instance, MUNICH)
+    )
     assert (rejected["status"], rejected["reason"]) == ("REJECTED", "OUTSIDE_GEOFENCE")
 
     async def missed() -> bool:

@@ -14,6 +14,7 @@ from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
     WorkerProcess,
+    act_before_deadline,
     create_open_task,
     open_schedule,
     partner_pair,
@@ -93,12 +94,13 @@ async def test_first_decision_wins(api: ApiClient) -> None:
 
 async def test_decision_after_the_deadline_is_a_conflict(api: ApiClient) -> None:
     owner_token, _, partner_token, _ = await partner_pair(api)
-    # due in 4 s: the review request must arrive before the due time, even on a loaded machine
-    schedule = {**open_schedule(starts_in_seconds=4), "graceSeconds": 0}
-    _, instance_id = await create_open_task(
-        api, owner_token, "PARTNER", schedule=schedule, partnerReview={"reviewWindowSeconds": 1}
+    _, _, requested = await act_before_deadline(
+        api,
+        owner_token,
+        "PARTNER",
+        lambda instance: request_review(api, owner_token, instance),
+        partnerReview={"reviewWindowSeconds": 1},
     )
-    requested = await request_review(api, owner_token, instance_id)
     deadline = datetime.fromisoformat(requested["instance"]["reviewDeadline"])
     await asyncio.sleep(max(0.0, (deadline - datetime.now(deadline.tzinfo)).total_seconds()) + 0.3)
     with pytest.raises(GraphQLFailure) as failure:
@@ -177,11 +179,13 @@ async def test_the_chain_applies_on_timeout_at_the_review_deadline(
     event: str,
 ) -> None:
     owner_token, _, partner_token, _ = await partner_pair(api)
-    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
-    _, instance_id = await create_open_task(
-        api, owner_token, "PARTNER", schedule, partnerReview={"reviewWindowSeconds": 2, "onTimeout": policy}
+    _, instance_id, requested = await act_before_deadline(
+        api,
+        owner_token,
+        "PARTNER",
+        lambda instance: request_review(api, owner_token, instance),
+        partnerReview={"reviewWindowSeconds": 2, "onTimeout": policy},
     )
-    requested = await request_review(api, owner_token, instance_id)
     assert requested["instance"]["status"] == "PENDING_REVIEW"
     deadline = datetime.fromisoformat(requested["instance"]["reviewDeadline"])
     assert deadline == datetime.fromisoformat(requested["instance"]["dueAt"]) + timedelta(seconds=2)

@@ -11,8 +11,8 @@ from harness.chain_support import eventually
 from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
+    act_before_deadline,
     create_open_task,
-    open_schedule,
     partner_pair,
 )
 from tests.support.commitment_horizon import set_horizon
@@ -54,10 +54,13 @@ async def removing_the_partner_under_a_review_that_approves_on_timeout_never_ver
 ) -> None:
     owner_token, _, _, partner_id = await partner_pair(api)
     await set_horizon(api, owner_token, days)
-    schedule = {**open_schedule(starts_in_seconds=2, window_seconds=600), "graceSeconds": 0}
-    rules = {"partnerReview": {"reviewWindowSeconds": 2, "onTimeout": "APPROVE"}}
-    _, instance_id = await create_open_task(api, owner_token, "PARTNER", schedule, **rules)
-    requested = await request_review(api, owner_token, instance_id)
+    _, instance_id, requested = await act_before_deadline(
+        api,
+        owner_token,
+        "PARTNER",
+        lambda instance: request_review(api, owner_token, instance),
+        partnerReview={"reviewWindowSeconds": 2, "onTimeout": "APPROVE"},
+    )
     partnership = await partnership_with(api, owner_token, partner_id)
     assert (await api.execute(REMOVE, {"id": partnership["id"]}, token=owner_token))["removePartner"]
     instance = await settled(api, owner_token, instance_id)
