@@ -24,6 +24,8 @@ from gql import Client, GraphQLRequest
 from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
 
+from harness.forks import Shared, Started
+
 if TYPE_CHECKING:
     from harness.mailbox import Mailbox
 
@@ -141,15 +143,33 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subpr
     )
 
 
+# the test run forks `serve` and `worker` from a fork server of its process (tests/conftest.py installs
+# one; harness/forks.py says why and when); benchmarks install none, so each process they start starts
+# afresh, as in production
+_forks: Shared | None = None
+
+
+def fork_from(shared: Shared | None) -> None:
+    global _forks
+    _forks = shared
+
+
 class _Process:
     def __init__(self, env: dict[str, str], log_name: str) -> None:
         self.env = env
         log_dir = Path(env.get("PROOFLOOP_DATA_DIR", "/tmp")) / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = log_dir / f"{log_name}-{uuid.uuid4().hex[:6]}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Started | None = None
 
     def spawn(self, args: list[str]) -> None:
+        command = args[3:] if args[1:3] == ["-m", "cli"] else []
+        if _forks is not None and command:
+            forks = _forks.get()
+            env = child_env(self.env)
+            if forks.can_fork(command, env):
+                self.proc = forks.spawn(command, env, self.log_path)
+                return
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(
                 args,
@@ -185,7 +205,7 @@ class _Process:
         self.stop()
 
 
-def wait_answering(proc: subprocess.Popen[bytes], url: str, what: str, log: Callable[[], str]) -> None:
+def wait_answering(proc: Started, url: str, what: str, log: Callable[[], str]) -> None:
     """Until `url` answers (30 s at most); RuntimeError with the process's log if it exits or never does."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
