@@ -72,14 +72,14 @@ def started(rrule: str, zone: str, years: int) -> Schedule:
         first = occurrences_after(schedule, guess, 2)[1].astimezone(ZoneInfo(zone))
         schedule = Schedule(first, rrule, zone, 0, 0)
         validate_schedule(schedule, min_interval_seconds=60)
-    recurrence._last_of_count.cache_clear()  # as in a freshly started process
+    recurrence._last_counted.cache_clear()  # as in a freshly started process
     begin = time.perf_counter()
     ends = count_ends_at(schedule)  # what createTask stores with a COUNT rule
     if ends is not None:
         print(
             f"{'':70} {years:>3}y  once, at createTask: COUNT end found in {(time.perf_counter() - begin) * 1000:.1f} ms"
         )
-    recurrence._last_of_count.cache_clear()
+    recurrence._last_counted.cache_clear()
     return replace(schedule, count_ends_at=ends)
 
 

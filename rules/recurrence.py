@@ -11,7 +11,9 @@ Semantics (RFC 5545 3.3.10 and 3.8.5.3):
   (RFC 5545 leaves the set undefined otherwise): a startsAt the rule does not produce is refused with the
   rule's first occurrence after it as a proposal. startsAt keeps its own instant, also when it is the
   second of two equal wall times; the instant a gap moved one of the rule's wall times to is the rule's own
-  occurrence (so every proposal is accepted when resubmitted).
+  occurrence. Every proposal is accepted when resubmitted: an occurrence a gap moved off the grid it would
+  anchor as startsAt (FREQ=HOURLY;INTERVAL=4;BYHOUR=3 when 03:45 moves to 04:45) is passed over for the
+  next one.
 - Every BY part is a wall-clock value in the task's zone. A rule with any BY part, and every DAILY or
   coarser rule, expands in local wall time; each wall time becomes an instant: one that does not exist
   (spring forward) moves forward by the gap, one that exists twice (fall back) is its first instant.
@@ -120,11 +122,13 @@ def validate_schedule(
     if len(first_two) < 2:
         raise rrule_error(f"the rule never occurs after startsAt (searched up to the year {LAST_YEAR})")
     if not _produces_dtstart(rule, starts_at, zone, spent):
-        proposal = first_two[1].astimezone(zone).isoformat()
+        refusal = "startsAt must be an occurrence of the rule (it is the first one)"
+        proposal = _proposed_start(schedule, zone, rule, spent)
+        if proposal is None:
+            raise ScheduleError("startsAt", refusal)
         raise ScheduleError(
             "startsAt",
-            f"startsAt must be an occurrence of the rule (it is the first one); the rule's first occurrence "
-            f"after it is {proposal}",
+            f"{refusal}; the rule's first occurrence after it is {proposal.astimezone(zone).isoformat()}",
         )
     sample = _sample(schedule, zone, rule, spent)
     check_sparsity(rule, first_two + sample, budget.max_skipped_periods)
@@ -189,11 +193,19 @@ def smallest_gap_seconds(schedule: Schedule, *, budget: RecurrenceBudget = DEFAU
     return _smallest_gap(_sample(schedule, zone, parse_rrule(schedule.rrule, zone), budget.start()))
 
 
-@lru_cache(maxsize=4096)
 def _last_of_count(
     starts_at: datetime, rrule: str, timezone: str, budget: RecurrenceBudget
 ) -> datetime | None:
     """A COUNT rule's last occurrence, found once per rule and process; None for other rules."""
+    # cached by the UTC instant: aware datetimes of one zone compare and hash by wall time, ignoring `fold`,
+    # so the two instants of a repeated wall time would share one entry
+    return _last_counted(starts_at.astimezone(UTC), rrule, timezone, budget)
+
+
+@lru_cache(maxsize=4096)
+def _last_counted(
+    starts_at: datetime, rrule: str, timezone: str, budget: RecurrenceBudget
+) -> datetime | None:
     zone = zone_of(timezone)
     rule = parse_rrule(rrule, zone)
     if rule.count is None:
@@ -224,6 +236,19 @@ def _instants(
         yield instant
 
 
+# how many occurrences after a refused startsAt are tried as the proposal: only those a spring-forward gap
+# moved are passed over, and a gap of an hour holds at most 60 of a rule's occurrences a minute apart
+_PROPOSAL_TRIES = 64
+
+
+def _proposed_start(schedule: Schedule, zone: ZoneInfo, rule: Rule, budget: Budget) -> datetime | None:
+    """The first occurrence after startsAt that the rule also produces as startsAt, so that resubmitting it
+    is accepted; None if none of the next _PROPOSAL_TRIES is."""
+    endless = replace(rule, count=None, until=None)
+    after = islice(_instants(schedule, zone, endless, schedule.starts_at, budget), 1, 1 + _PROPOSAL_TRIES)
+    return next((instant for instant in after if _produces_dtstart(rule, instant, zone, budget)), None)
+
+
 def _produces_dtstart(rule: Rule, starts_at: datetime, zone: ZoneInfo, budget: Budget) -> bool:
     """Whether the rule itself yields DTSTART (RFC 5545 leaves the set undefined when it does not): its wall
     time, or the instant a wall time inside a spring-forward gap moves to (the rule's listed occurrence)."""
@@ -231,7 +256,7 @@ def _produces_dtstart(rule: Rule, starts_at: datetime, zone: ZoneInfo, budget: B
         return True
     dtstart = starts_at.astimezone(zone).replace(tzinfo=None, microsecond=0)
     earliest = _first_wall_needed(zone, starts_at - timedelta(seconds=1))
-    for wall in walls_on_grid(rule, dtstart, min(earliest, dtstart), budget):
+    for wall in walls_on_grid(rule, dtstart, min(earliest, dtstart), budget, through=dtstart.date()):
         if wall >= dtstart:
             return wall == dtstart
         if wall.replace(tzinfo=zone).astimezone(UTC) == starts_at:

@@ -107,12 +107,16 @@ def walls_from(rule: Rule, dtstart: datetime, start: datetime, budget: Budget) -
     return walls_on_grid(rule, dtstart, max(start, dtstart), budget)
 
 
-def walls_on_grid(rule: Rule, dtstart: datetime, start: datetime, budget: Budget) -> Iterator[datetime]:
+def walls_on_grid(
+    rule: Rule, dtstart: datetime, start: datetime, budget: Budget, through: date | None = None
+) -> Iterator[datetime]:
     """The wall times of the rule's pattern (aligned on DTSTART) at or after `start`, even before DTSTART:
-    a wall time in a spring-forward gap just before DTSTART may move onto DTSTART's own instant."""
+    a wall time in a spring-forward gap just before DTSTART may move onto DTSTART's own instant. With
+    `through`, none on a later day: the walk ends there even where the pattern holds nothing."""
     pattern = _pattern(rule, dtstart)
     year, month = start.year, start.month
-    while year <= LAST_YEAR:
+    last = (LAST_YEAR, 12) if through is None else (through.year, through.month)
+    while (year, month) <= last:
         budget.spend(_MONTH_STEPS)
         jump = _misaligned_month(pattern, year, month)
         if jump is not None:
@@ -120,6 +124,8 @@ def walls_on_grid(rule: Rule, dtstart: datetime, start: datetime, budget: Budget
             continue
         first_day = start.date() if (year, month) == (start.year, start.month) else date(year, month, 1)
         for day in _days_of_month(pattern, year, month, budget):
+            if through is not None and day > through:
+                return
             if day < first_day or not _day_aligned(pattern, day):
                 continue
             budget.spend()

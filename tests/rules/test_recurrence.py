@@ -75,6 +75,16 @@ def test_nonexistent_wall_time_moves_forward_by_the_gap() -> None:
     assert got[1] == datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
 
 
+def test_a_proposal_a_gap_moved_off_its_own_grid_is_passed_over() -> None:
+    # every 4 hours from 22:45, at 02:xx: 02:45 on the spring-forward night moves to 03:45, but as startsAt
+    # 03:45 would anchor the grid on 03, 07, 11...: the proposal is the next night's 02:45, which holds
+    rule = "FREQ=HOURLY;INTERVAL=4;BYHOUR=2"
+    error = error_of(schedule(rule, datetime(2026, 3, 28, 22, 45, tzinfo=BERLIN)))
+    assert (error.field, error.message.rsplit(" ", 1)[-1]) == ("startsAt", "2026-03-30T02:45:00+02:00")
+    error_of(schedule(rule, datetime(2026, 3, 29, 3, 45, tzinfo=BERLIN)))  # refused: 03, 07... never reach 02
+    validate_schedule(schedule(rule, datetime(2026, 3, 30, 2, 45, tzinfo=BERLIN)), min_interval_seconds=60)
+
+
 def test_repeated_wall_time_takes_the_first_instant() -> None:
     start = datetime(2026, 10, 31, 1, 30, tzinfo=NEW_YORK)
     got = upcoming(schedule("FREQ=DAILY", start, "America/New_York"), 3)
@@ -82,6 +92,15 @@ def test_repeated_wall_time_takes_the_first_instant() -> None:
     assert [instant for instant in got if instant.astimezone(NEW_YORK).date() == date(2026, 11, 1)] == [
         datetime(2026, 11, 1, 5, 30, tzinfo=UTC)
     ]
+
+
+def test_the_two_instants_of_a_repeated_wall_time_count_apart() -> None:
+    # 02:30 on the fall-back night exists twice; a COUNT rule from each is its own, whichever came first
+    first_instant, second_instant = (datetime(2026, 10, 25, 2, 30, fold=f, tzinfo=BERLIN) for f in (0, 1))
+    for starts_at in (first_instant, second_instant):
+        s = schedule("FREQ=WEEKLY;COUNT=1", starts_at)
+        validate_schedule(s, min_interval_seconds=60)
+        assert upcoming(s, 2) == [starts_at.astimezone(UTC)]
 
 
 def test_hourly_rule_steps_in_utc_across_fall_back() -> None:
