@@ -60,12 +60,14 @@ schema-check: install
 
 # four pytest processes on two cores: most tests wait on real deadlines (1 s intervals) and leave the CPU
 # idle, so four finish in ~6 min where two take ~9 (docs/testing.md has the figures);
-# --dist loadfile keeps each file's tests, and so its module fixtures (servers, private databases), in one
+# --dist loadfile keeps each file's tests, and so its module fixtures (servers, private databases), in one;
+# --no-loadscope-reorder hands the files out in collection order, which is longest first
+# (tests/support/durations.py)
 TEST_PROCESSES ?= 4
 # bytecode is cached even where PYTHONDONTWRITEBYTECODE is set: the run starts a few hundred interpreters,
 # and compiling the service's modules costs each of them a quarter of a second of CPU
 test: install $(CLIENT_CHECKS) lint typecheck schema-check
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 # while editing: the static checks and the unit tests (marked `unit`: they start no API or worker process;
 # about half a minute; only tests/operations/test_outages.py reaches PostgreSQL)

@@ -36,6 +36,7 @@ from harness.proofloop import (
 )
 from models.config import tortoise_config
 from settings import Settings
+from tests.support import durations
 from tests.support.dev import dev_running
 
 
@@ -53,6 +54,19 @@ def _redis_urls() -> tuple[str, str]:
 
 
 REDIS_URL, SPARE_REDIS_URL = _redis_urls()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    durations.add_option(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    durations.configure(config)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files longest first (tests/support/durations.py: the run ends within a short file of each process)."""
+    durations.longest_files_first(items)
 
 
 @pytest.fixture(scope="session", autouse=True)
