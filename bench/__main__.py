@@ -13,7 +13,8 @@ from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
 # raw_dramatiq can run alone, but every chain benchmark already runs it as its baseline
-SKIP = {"__main__", "raw_dramatiq", "cpu_hog"}  # cpu_hog wraps a command: `make test-loaded`
+# cpu_hog wraps a command (`make test-loaded`); suite_cpu runs the test suite (docs/testing.md)
+SKIP = {"__main__", "raw_dramatiq", "cpu_hog", "suite_cpu"}
 TIMEOUT_S = 240  # each benchmark bounds itself (< ~3 min); this is the backstop
 # abuse.py runs each attack twice (~8-11 min); chaos.py one fresh environment per fault;
 # live_fanout opens 10,000 subscriptions twice (with and without gc.freeze); chain_scale runs five bursts;
