@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import psutil
 
 SAMPLE_SECONDS = 0.1
-# what `make test` runs (Makefile: TEST_PROCESSES and the order the durations list gives)
-SUITE_ARGS = ["-q", "-n", "4", "--dist", "loadfile", "--no-loadscope-reorder", "-p", "no:cacheprovider"]
+# the arguments of the Makefile's `test` line (TEST_PROCESSES 4; the files in the durations list's order)
+SUITE_ARGS = ["-n", "4", "--dist", "loadfile", "--no-loadscope-reorder"]
 
 
 @dataclass
@@ -60,17 +60,21 @@ def _kind(entry: Seen, by_pid: dict[int, Seen]) -> str:
     """A name for what the process is, from its command line and, for forks, its parent's."""
     line = " ".join(entry.cmdline)
     parent = by_pid.get(entry.ppid)
+    if "dramatiq" in line:
+        # Dramatiq forks its worker processes from the launcher, so they keep its command line
+        return (
+            "dramatiq process"
+            if parent is not None and parent.cmdline == entry.cmdline
+            else "dramatiq launcher"
+        )
     for needle, name in (
         ("redis-server", "redis-server"),
         ("moto_server", "moto"),
         ("chrom", "chromium"),
         ("node", "node"),
-        ("multiprocessing", "dramatiq process"),
-        ("dramatiq", "dramatiq launcher"),
+        ("multiprocessing", "multiprocessing child"),  # `serve --workers N`'s, a resource tracker
     ):
         if needle in line:
-            if parent is not None and name == "dramatiq launcher" and parent.cmdline == entry.cmdline:
-                return "dramatiq process"
             return name
     if "harness.forks" in line:
         if parent is not None and "harness.forks" in " ".join(parent.cmdline):
@@ -101,22 +105,19 @@ def main() -> None:
         "pytest_args", nargs="*", help="pytest arguments (default: the whole suite as make test)"
     )
     args = parser.parse_args()
-    command = [sys.executable, "-m", "pytest", *(args.pytest_args or [*SUITE_ARGS, "tests"])]
+    command = [sys.executable, "-m", "pytest", *(args.pytest_args or SUITE_ARGS)]
     started = time.monotonic()
-    child = subprocess.Popen(command)
+    # bytecode cached, as `make test` runs the suite
+    child = subprocess.Popen(command, env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""})
     root = psutil.Process(child.pid)
     seen: dict[tuple[int, float], Seen] = {}
-    status = None
-    usage = None
-    while status is None:
+    while True:
         _sample(root, seen)
-        pid, status_code, usage = os.wait4(child.pid, os.WNOHANG)
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
         if pid:
-            status = status_code
             break
         time.sleep(SAMPLE_SECONDS)
     wall = time.monotonic() - started
-    assert usage is not None
     whole = usage.ru_utime + usage.ru_stime
 
     by_pid = {entry.pid: entry for entry in seen.values()}
