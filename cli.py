@@ -252,14 +252,18 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
+# what `proofloop dev` sets unless the environment does: webhooks can be tried against a receiver on this
+# machine (production keeps every address rule)
+DEV_DEFAULTS = {"PROOFLOOP_ENV": "dev", "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true"}
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     """Everything on the embedded default: migrations, the API with GraphiQL, and one worker.
 
     It supervises its own children: a worker that dies is restarted; a stop signal stops them all.
     """
-    os.environ.setdefault("PROOFLOOP_ENV", "dev")
-    # webhooks can be tried against a receiver on this machine; production keeps every address rule
-    os.environ.setdefault("PROOFLOOP_WEBHOOK_ALLOW_INSECURE", "true")
+    for name, value in DEV_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     get_settings.cache_clear()
     settings = get_settings()
     configure_logging(settings)

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SECRET_KEY_FILE = "secret_key"
+SQLITE_FILE = "proofloop.sqlite3"  # the embedded default's database, under the data dir
 
 
 class Settings(BaseSettings):
@@ -644,7 +645,7 @@ class Settings(BaseSettings):
 
     @property
     def resolved_database_url(self) -> str:
-        return self.database_url or f"sqlite://{(self.data_dir / 'proofloop.sqlite3').resolve()}"
+        return self.database_url or f"sqlite://{(self.data_dir / SQLITE_FILE).resolve()}"
 
     @property
     def is_sqlite(self) -> bool:

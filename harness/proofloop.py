@@ -7,6 +7,7 @@ import atexit
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
 
 from harness.forks import Shared, Started
+from settings import SQLITE_FILE
 
 if TYPE_CHECKING:
     from harness.mailbox import Mailbox
@@ -129,6 +131,34 @@ def migrated_database(prefix: str) -> Iterator[str]:
         yield pg_url(name)
     finally:
         _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+_migrated_sqlite: Path | None = None
+
+
+def migrated_sqlite(data_dir: Path) -> Path:
+    """The embedded default's SQLite file under `data_dir` (where `proofloop` looks for it when no
+    PROOFLOOP_DATABASE_URL is set), migrated: a copy of one file this process migrated once with the real
+    migrations (`proofloop migrate`), as migrated_database copies a PostgreSQL template. Copied with
+    SQLite's backup, which carries whatever a write-ahead log still held."""
+    global _migrated_sqlite
+    if _migrated_sqlite is None:
+        import shutil
+        import tempfile
+
+        template_dir = Path(tempfile.mkdtemp(prefix="proofloop-sqlite-template-"))
+        atexit.register(shutil.rmtree, template_dir, ignore_errors=True)
+        run_cli(["migrate"], {"PROOFLOOP_DATA_DIR": str(template_dir)})
+        _migrated_sqlite = template_dir / SQLITE_FILE
+    target = data_dir / SQLITE_FILE
+    data_dir.mkdir(parents=True, exist_ok=True)
+    source, copy = sqlite3.connect(_migrated_sqlite), sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        copy.close()
+        source.close()
+    return target
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -271,6 +301,26 @@ class WorkerProcess(_Process):
                 return
             time.sleep(0.1)
         raise RuntimeError(f"worker did not start:\n{self.log()}")
+
+
+@contextmanager
+def embedded_running(data_dir: Path, extra: dict[str, str] | None = None) -> Iterator[str]:
+    """The embedded default as `proofloop dev` runs it, with dev's defaults: the SQLite file and a
+    redis-server under `data_dir`, an API and a worker; its URL. Started as `serve` and `worker` (forked in
+    the test run) rather than as `dev`, which starts three interpreters afresh and migrates: for the tests of
+    the embedded mode that do not test `dev` itself."""
+    from cli import DEV_DEFAULTS
+
+    env = {
+        **DEV_DEFAULTS,
+        "PROOFLOOP_DATA_DIR": str(data_dir),
+        "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
+        "PROOFLOOP_WORKER_METRICS_PORT": "0",
+        **(extra or {}),
+    }
+    migrated_sqlite(data_dir)
+    with ServerProcess(env, port=free_port()) as server, WorkerProcess(env):
+        yield server.url
 
 
 class GraphQLFailure(Exception):

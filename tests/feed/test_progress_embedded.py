@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.proofloop import ApiClient, ServerProcess, create_open_task, free_port, row_key, run_cli
+from harness.proofloop import ApiClient, ServerProcess, create_open_task, free_port, migrated_sqlite, row_key
 from tests.support.progress import HISTORY_A, USER_PROGRESS, Written, expected_calendar
 
 
@@ -26,9 +26,9 @@ def embedded(
         # the run's Redis counts every test's registrations from 127.0.0.1: the limit has its own test
         "PROOFLOOP_AUTH_ADDRESS_ATTEMPTS": "100000",
     }
-    run_cli(["migrate"], env)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
+    database = migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as proc:
-        yield proc, data_dir / "proofloop.sqlite3"
+        yield proc, database
 
 
 def write_history(database: Path, task_id: str, open_id: str) -> list[Written]:

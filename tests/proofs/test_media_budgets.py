@@ -26,9 +26,9 @@ from harness.proofloop import (
     file_var,
     free_port,
     migrated_database,
+    migrated_sqlite,
     open_schedule,
     partner_pair,
-    run_cli,
     upload,
 )
 from rules.photo import inspect_photo
@@ -61,7 +61,7 @@ def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[
         "PROOFLOOP_SECRET_KEY": "test-secret-key",
         "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
     }
-    run_cli(["migrate"], env)
+    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as proc:
         yield proc, data_dir
 

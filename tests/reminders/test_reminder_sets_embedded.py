@@ -21,7 +21,7 @@ import pytest
 from actors.broker import configure_broker
 from harness.chain_support import CREATE, eventually, short_schedule
 from harness.private_services import PrivateRedis
-from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, row_key, run_cli
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_sqlite, row_key
 from services.kit.messaging import send
 from services.reminders.reminders import reminder_messages
 
@@ -46,11 +46,11 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedded]:
             "PROOFLOOP_LINK_OVERDUE_SECONDS": "2",
             "PROOFLOOP_WORKER_METRICS_PORT": "0",
         }
-        run_cli(["migrate"], env)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
+        database = migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
         configure_broker(redis_server.url)
         try:
             with ServerProcess(env, port=free_port()) as server, WorkerProcess(env) as worker:
-                yield Embedded(server.url, data_dir / "proofloop.sqlite3", worker)
+                yield Embedded(server.url, database, worker)
         finally:
             dramatiq.get_broker().close()
 

