@@ -101,7 +101,12 @@ def create_app(settings: Settings | None = None) -> Starlette:
             read_batch=feeds.READ_BATCH,
         )
         await hub.start()
-        passwords = PasswordHashing(settings.password_hash_threads, settings.password_hash_queue)
+        passwords = PasswordHashing(
+            settings.password_hash_threads,
+            settings.password_hash_queue,
+            time_cost=settings.password_hash_time_cost,
+            memory_kib=settings.password_hash_memory_kib,
+        )
         # one per process: every request's media decodes share it
         decode_gate = DecodeGate(settings.media_decode_concurrency, settings.media_decode_queue)
         media_store = blob_store(settings)

@@ -20,6 +20,9 @@ _TOKEN = re.compile(r"[?&]token=([A-Za-z0-9_\-]+)")
 class Mailbox:
     def __init__(self) -> None:
         self.messages: list[EmailMessage] = []
+        # (recipient, subject) of each message, read once: a parsed header is parsed again on every read,
+        # and tests poll a mailbox that holds the whole run's mail
+        self._addressed: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         self.port = free_port()
         self._controller = Controller(self, hostname="127.0.0.1", port=self.port)
@@ -38,16 +41,19 @@ class Mailbox:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = message_from_bytes(envelope.content, policy=policy.default)
         assert isinstance(message, EmailMessage)
+        addressed = (str(message["To"]).lower(), str(message["Subject"]))
         with self._lock:
             self.messages.append(message)
+            self._addressed.append(addressed)
         return "250 Message accepted for delivery"
 
     def to(self, recipient: str, subject: str = "") -> list[EmailMessage]:
+        recipient = recipient.lower()
         with self._lock:
             return [
                 m
-                for m in self.messages
-                if str(m["To"]).lower() == recipient.lower() and subject in str(m["Subject"])
+                for m, (to, title) in zip(self.messages, self._addressed, strict=True)
+                if to == recipient and subject in title
             ]
 
     async def wait_for(

@@ -74,8 +74,20 @@ def free_port() -> int:
         return port
 
 
+# settings every command started through child_env gets unless its own environment sets them: empty, so a
+# benchmark's processes run as production's do; the test run sets its own (tests/conftest.py)
+_run_settings: dict[str, str] = {}
+
+
+def use_run_settings(settings: dict[str, str]) -> None:
+    """Give every command this process starts from now on these PROOFLOOP_* settings by default."""
+    _run_settings.clear()
+    _run_settings.update(settings)
+
+
 def child_env(overrides: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROOFLOOP_")}
+    env.update(_run_settings)
     env.update(overrides)
     env["PYTHONPATH"] = str(ROOT)
     return env

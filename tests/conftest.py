@@ -34,6 +34,7 @@ from harness.proofloop import (
     fork_from,
     free_port,
     migrated_database,
+    use_run_settings,
 )
 from models.config import tortoise_config
 from settings import Settings
@@ -60,8 +61,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     durations.add_option(parser)
 
 
+# What every command the run starts gets unless a test sets its own: argon2 at its least cost. At the
+# default cost each hash takes about 0.2 s of a core, and the run's throwaway accounts would spend more
+# than half of its CPU on them; tests/accounts/test_password_cost.py runs the default cost.
+QUICK_PASSWORD_HASHES = {"PROOFLOOP_PASSWORD_HASH_TIME_COST": "1", "PROOFLOOP_PASSWORD_HASH_MEMORY_KIB": "8"}
+
+
 def pytest_configure(config: pytest.Config) -> None:
     durations.configure(config)
+    use_run_settings(QUICK_PASSWORD_HASHES)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -25,6 +25,7 @@ from services.kit import (
     Keyset,
     LoginBackoff,
     NotFound,
+    RateLimited,
     SortKey,
     Unauthenticated,
     db_now,
@@ -177,11 +178,26 @@ async def login(
     if user is None or not matches:
         raise Unauthenticated("wrong email or password")
     await remember_owner_address(email, address, reserved)
+    await _rehash_at_current_cost(user, password, rules.passwords)
     async with write_transaction():
         if user.deletion_due_at is not None:  # signing in within the grace period keeps the account
             await User.filter(id=user.id).update(deletion_due_at=None)
             user.deletion_due_at = None
         return await issue_token(user, rules.token_ttl_seconds, device)
+
+
+async def _rehash_at_current_cost(user: User, password: str, passwords: PasswordHashing) -> None:
+    """A hash made at other argon2 costs is remade at the configured ones while the password is at hand
+    (raising the cost reaches every account that signs in). Best effort: with argon2's queue full the
+    sign-in goes on and a later one rehashes; a password changed meanwhile is never overwritten."""
+    if not passwords.needs_rehash(user.password_hash):
+        return
+    try:
+        new_hash = await passwords.hash(password)
+    except RateLimited:
+        return
+    await User.filter(id=user.id, password_hash=user.password_hash).update(password_hash=new_hash)
+    user.password_hash = new_hash
 
 
 async def authenticate(token: str, *, token_ttl_seconds: int) -> Session:

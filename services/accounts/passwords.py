@@ -34,10 +34,11 @@ def check_password_policy(password: str, min_length: int, field: str = "password
 
 
 class PasswordHashing:
-    """argon2 off the event loop, on `threads` threads, with at most `queue` hashes waiting."""
+    """argon2id off the event loop, on `threads` threads, with at most `queue` hashes waiting; each hash
+    costs `time_cost` passes over `memory_kib` KiB, on one lane."""
 
-    def __init__(self, threads: int, queue: int) -> None:
-        self._hasher = PasswordHasher(parallelism=1)
+    def __init__(self, threads: int, queue: int, *, time_cost: int, memory_kib: int) -> None:
+        self._hasher = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=1)
         self._executor = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="argon2")
         self._capacity = max(1, threads) + max(0, queue)
         self._in_flight = 0
@@ -64,6 +65,13 @@ class PasswordHashing:
                 return False
 
         return await self._run(matches)
+
+    def needs_rehash(self, password_hash: str) -> bool:
+        """Whether a stored hash was made at other costs than this process's (the settings changed)."""
+        try:
+            return self._hasher.check_needs_rehash(password_hash)
+        except InvalidHashError:
+            return True
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -15,6 +15,7 @@ from harness.mailbox import Mailbox
 from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
 from services.kit.rate_limits import AttemptWindow
 from tests.support.live import close_code, live_feed
+from tests.support.passwords import DEFAULT_PASSWORD_COST
 
 LOGIN = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { token } }"
 PASSWORD = "correct horse battery"
@@ -92,6 +93,7 @@ async def test_argon2_runs_on_a_bounded_queue(service_env: dict[str, str]) -> No
         "PROOFLOOP_PASSWORD_HASH_THREADS": "1",
         "PROOFLOOP_PASSWORD_HASH_QUEUE": "1",
         "PROOFLOOP_TRUSTED_PROXIES": "127.0.0.1",
+        **DEFAULT_PASSWORD_COST,  # hashes that take their real time, so eight at once overlap
     }
     with ServerProcess(env, port=free_port()) as server:
         api = ApiClient(server.url)

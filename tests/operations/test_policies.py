@@ -74,7 +74,10 @@ def test_each_process_builds_its_policies_from_its_settings() -> None:
     )
     store = blob_store(settings)
     api = api_policies(
-        settings, passwords=PasswordHashing(1, 1), decode_gate=DecodeGate(1, 1), media_store=store
+        settings,
+        passwords=PasswordHashing(1, 1, time_cost=1, memory_kib=8),
+        decode_gate=DecodeGate(1, 1),
+        media_store=store,
     )
     assert (api.chain, api.horizon_day) == (chain_timing(settings), timedelta(seconds=60))
     assert (api.accounts.min_password_length, api.media.max_image_pixels) == (17, 1234)
