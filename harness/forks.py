@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 # the commands whose start is forked: those the run starts by the dozen (and that start no interpreter
-# settings of their own: `serve --workers N` and `dev` start further interpreters, so they gain little)
-FORKED_COMMANDS = frozenset({"serve", "worker"})
+# settings of their own: `serve --workers N` and `dev` start further interpreters, so they gain little);
+# `migrate` prepares each test process's template databases, all at the start of the run
+FORKED_COMMANDS = frozenset({"serve", "worker", "migrate"})
 
 
 class Started(Protocol):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -155,9 +157,6 @@ def migrated_sqlite(data_dir: Path) -> Path:
     SQLite's backup, which carries whatever a write-ahead log still held."""
     global _migrated_sqlite
     if _migrated_sqlite is None:
-        import shutil
-        import tempfile
-
         template_dir = Path(tempfile.mkdtemp(prefix="proofloop-sqlite-template-"))
         atexit.register(shutil.rmtree, template_dir, ignore_errors=True)
         run_cli(["migrate"], {"PROOFLOOP_DATA_DIR": str(template_dir)})
@@ -174,9 +173,20 @@ def migrated_sqlite(data_dir: Path) -> Path:
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m cli <args>` run to its end; CalledProcessError if it fails. A command the fork server
+    forks (`migrate`) writes its stdout and stderr to one log, which comes back as `stdout`."""
+    command_env = child_env(env)
+    if _forks is not None and _forks.get().can_fork(args, command_env):
+        with tempfile.TemporaryDirectory(prefix="proofloop-cli-") as logs:
+            log_path = Path(logs) / f"{args[0]}.log"
+            code = _forks.get().spawn(args, command_env, log_path).wait(timeout)
+            output = log_path.read_text(errors="replace")
+        if code != 0:
+            raise subprocess.CalledProcessError(code, ["proofloop", *args], output=output)
+        return subprocess.CompletedProcess(["proofloop", *args], 0, stdout=output, stderr="")
     return subprocess.run(
         [sys.executable, "-m", "cli", *args],
-        env=child_env(env),
+        env=command_env,
         cwd=ROOT,
         check=True,
         capture_output=True,

@@ -3,6 +3,11 @@
 Every process started with `environment` runs `offset` seconds ahead, all of them alike: PostgreSQL's
 now(), the API's and the workers' clocks (monotonic ones too, by the same offset, so timeouts and
 asyncio keep real durations). The offset is fixed when the processes start, never changed under them.
+
+One thing does not keep its duration: a thread's timed wait (a join, a lock taken with a timeout) sets its
+deadline on the moved monotonic clock and the kernel waits for it on the real one, which is months
+behind, so it never ends. Dramatiq's graceful stop joins its threads that way and hangs until its
+supervisor kills it after its grace; tests on a moved clock kill their worker instead of waiting that out.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from harness.proofloop import (
 from models.config import tortoise_config
 from settings import Settings
 from tests.support import durations
+from tests.support.passwords import QUICK_PASSWORD_COST
 
 
 def _redis_urls() -> tuple[str, str]:
@@ -61,15 +62,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     durations.add_option(parser)
 
 
-# What every command the run starts gets unless a test sets its own: argon2 at its least cost. At the
-# default cost each hash takes about 0.2 s of a core, and the run's throwaway accounts would spend more
-# than half of its CPU on them; tests/accounts/test_password_cost.py runs the default cost.
-QUICK_PASSWORD_HASHES = {"PROOFLOOP_PASSWORD_HASH_TIME_COST": "1", "PROOFLOOP_PASSWORD_HASH_MEMORY_KIB": "8"}
-
-
 def pytest_configure(config: pytest.Config) -> None:
     durations.configure(config)
-    use_run_settings(QUICK_PASSWORD_HASHES)
+    # every command the run starts hashes passwords at argon2's least cost unless a test sets its own: at
+    # the default cost each hash takes about 0.2 s of a core, and hashing for the run's throwaway accounts
+    # took a fifth of its CPU (docs/testing.md); tests/accounts/test_password_cost.py runs the default
+    use_run_settings(QUICK_PASSWORD_COST)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port
 from settings import Settings
-from tests.support.passwords import DEFAULT_PASSWORD_COST, hash_cost
+from tests.support.passwords import DEFAULT_PASSWORD_COST, QUICK_PASSWORD_COST, hash_cost
 
 LOGIN = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { token } }"
 PASSWORD = "correct horse battery"  # ApiClient.register's
@@ -20,23 +20,20 @@ async def stored_cost(db: asyncpg.Connection, email: str) -> tuple[int, int]:
 
 
 async def test_a_hash_made_at_another_cost_is_remade_at_the_configured_one_on_sign_in(
-    service_env: dict[str, str], db: asyncpg.Connection
+    server: ServerProcess, service_env: dict[str, str], db: asyncpg.Connection
 ) -> None:
-    quick = {
-        **service_env,
-        "PROOFLOOP_PASSWORD_HASH_TIME_COST": "1",
-        "PROOFLOOP_PASSWORD_HASH_MEMORY_KIB": "8",
-    }
-    with ServerProcess(quick, port=free_port()) as server:
-        _, user = await ApiClient(server.url).register()
-    assert await stored_cost(db, user["email"]) == (1, 8)
+    _, user = await ApiClient(server.url).register()  # the run's API, at the run's cost
+    quick = tuple(
+        int(QUICK_PASSWORD_COST[f"PROOFLOOP_PASSWORD_HASH_{k}"]) for k in ("TIME_COST", "MEMORY_KIB")
+    )
+    assert await stored_cost(db, user["email"]) == quick
 
-    with ServerProcess({**service_env, **DEFAULT_PASSWORD_COST}, port=free_port()) as server:
-        api = ApiClient(server.url)
+    with ServerProcess({**service_env, **DEFAULT_PASSWORD_COST}, port=free_port()) as default_cost:
+        api = ApiClient(default_cost.url)
         with pytest.raises(GraphQLFailure) as wrong:
             await api.execute(LOGIN, {"e": user["email"], "p": "not the password at all"})
         assert wrong.value.code == "UNAUTHENTICATED"
-        assert await stored_cost(db, user["email"]) == (1, 8)  # a wrong password remakes nothing
+        assert await stored_cost(db, user["email"]) == quick  # a wrong password remakes nothing
 
         assert (await api.execute(LOGIN, {"e": user["email"], "p": PASSWORD}))["login"]["token"]
         assert await stored_cost(db, user["email"]) == (3, 64 * 1024)

@@ -72,8 +72,12 @@ def start_dev(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
 
 
 @contextmanager
-def dev_running(data_dir: Path, extra: dict[str, str] | None = None) -> Iterator[str]:
-    """`proofloop dev` on its data dir with `extra` settings, ready; its URL. Stopped as by Ctrl-C after."""
+def dev_running(
+    data_dir: Path, extra: dict[str, str] | None = None, *, kill_worker: bool = False
+) -> Iterator[str]:
+    """`proofloop dev` on its data dir with `extra` settings, ready; its URL. Stopped as by Ctrl-C after;
+    with `kill_worker`, its worker is killed once the stop is asked (on a moved clock, whose graceful stop
+    would hang: harness/shifted_clock.py)."""
     port = free_port()
     log = data_dir / "dev.log"
     proc = spawn_dev(data_dir, port, log, extra)
@@ -81,8 +85,26 @@ def dev_running(data_dir: Path, extra: dict[str, str] | None = None) -> Iterator
         wait_until_ready(proc, port, log)
         yield f"http://127.0.0.1:{port}"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        os.killpg(proc.pid, signal.SIGTERM)  # first: a dev that is stopping restarts no worker
+        if kill_worker:
+            _kill_worker_of(proc.pid)
         proc.wait(timeout=60)
+
+
+def _kill_worker_of(dev_pid: int) -> None:
+    """SIGKILL to dev's `proofloop worker` and every process under it."""
+    try:
+        children = psutil.Process(dev_pid).children()
+    except psutil.NoSuchProcess:
+        return
+    for child in children:
+        try:
+            if child.cmdline()[-1:] != ["worker"]:
+                continue
+            for process in [*child.children(recursive=True), child]:
+                process.kill()
+        except psutil.NoSuchProcess:
+            continue
 
 
 def processes_using(data_dir: Path) -> list[psutil.Process]:

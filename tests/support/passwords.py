@@ -7,6 +7,8 @@ from argon2 import extract_parameters
 
 from settings import Settings
 
+# the test run's cost (tests/conftest.py gives it to every command): argon2's least
+QUICK_PASSWORD_COST = {"PROOFLOOP_PASSWORD_HASH_TIME_COST": "1", "PROOFLOOP_PASSWORD_HASH_MEMORY_KIB": "8"}
 DEFAULT_PASSWORD_COST = {
     "PROOFLOOP_PASSWORD_HASH_TIME_COST": str(Settings.model_fields["password_hash_time_cost"].default),
     "PROOFLOOP_PASSWORD_HASH_MEMORY_KIB": str(Settings.model_fields["password_hash_memory_kib"].default),

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def shifted_embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ShiftedClock]]:
     def start(clock: ShiftedClock) -> AbstractContextManager[str]:
-        return dev_running(Path(tmp_path_factory.mktemp("shifted-dev")), clock.environment)
+        return dev_running(Path(tmp_path_factory.mktemp("shifted-dev")), clock.environment, kill_worker=True)
 
     with started_before_the_week_ends(start) as (url, clock):
         yield url, clock
