@@ -3,6 +3,8 @@ at the configured one when its account signs in, and a cost below argon2's floor
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 import pytest
 from pydantic import ValidationError
@@ -22,7 +24,9 @@ async def stored_cost(db: asyncpg.Connection, email: str) -> tuple[int, int]:
 async def test_a_hash_made_at_another_cost_is_remade_at_the_configured_one_on_sign_in(
     server: ServerProcess, service_env: dict[str, str], db: asyncpg.Connection
 ) -> None:
-    _, user = await ApiClient(server.url).register()  # the run's API, at the run's cost
+    run_api = ApiClient(server.url)  # the run's API, at the run's cost
+    _, user = await run_api.register()
+    _, racer = await run_api.register()
     quick = tuple(
         int(QUICK_PASSWORD_COST[f"PROOFLOOP_PASSWORD_HASH_{k}"]) for k in ("TIME_COST", "MEMORY_KIB")
     )
@@ -40,7 +44,15 @@ async def test_a_hash_made_at_another_cost_is_remade_at_the_configured_one_on_si
         # the remade hash holds the same password
         assert (await api.execute(LOGIN, {"e": user["email"], "p": PASSWORD}))["login"]["token"]
         _, newcomer = await api.register()
-    assert await stored_cost(db, newcomer["email"]) == (3, 64 * 1024)
+        assert await stored_cost(db, newcomer["email"]) == (3, 64 * 1024)
+
+        # concurrent sign-ins each remake the hash; whichever is stored holds the password
+        logins = await asyncio.gather(
+            *(api.execute(LOGIN, {"e": racer["email"], "p": PASSWORD}, timeout=60) for _ in range(6))
+        )
+        assert all(login["login"]["token"] for login in logins)
+        assert await stored_cost(db, racer["email"]) == (3, 64 * 1024)
+        assert (await api.execute(LOGIN, {"e": racer["email"], "p": PASSWORD}))["login"]["token"]
 
 
 @pytest.mark.unit
