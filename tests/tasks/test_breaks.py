@@ -2,51 +2,68 @@
 is canceled at once), so they are never MISSED and a streak survives; under a commitment horizon a break
 applies only from the horizon's end; ending one early applies at once; partners see breaks.
 
-The server here has 4-second horizon days (PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS), so a one-day horizon
+The API here has 4-second horizon days (PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS), so a one-day horizon
 ends moments after a break is scheduled and the chain can be watched planning around it.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from harness.chain_support import eventually
-from harness.mailbox import Mailbox
-from harness.proofloop import (
-    ApiClient,
-    GraphQLFailure,
-    ServerProcess,
-    WorkerProcess,
-    create_open_task,
-    free_port,
-    open_schedule,
-    partner_pair,
-)
-from tests.support.breaks import BREAK, day_in, due_of, schedule, task_view
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
+from tests.support.backends import Backend, Deployment, both_backends, deployed
 
 DAY_SECONDS = 4
+BREAK = "id startsOn endsOn appliesFrom endsAt endedEarly task { id }"
+SCHEDULE = f"mutation($in: ScheduleBreakInput!) {{ scheduleBreak(input: $in) {{ {BREAK} }} }}"
 END = f"mutation($id: ID!) {{ endBreak(id: $id) {{ {BREAK} }} }}"
+TASK = f"""query($id: ID!) {{ task(id: $id) {{ streak upcoming(first: 3) breaks {{ {BREAK} }}
+  currentInstance {{ id status dueAt }} progress {{ completion(days: 7) {{ verified settled }} }}
+  instances(first: 10) {{ edges {{ node {{ id status dueAt }} }} }} }} }}"""
 CHECK_IN = """mutation($id: ID!) { checkIn(instanceId: $id, location: {latitude: 52.52, longitude: 13.405},
   accuracyMeters: 10) { status instance { status } } }"""
 HORIZON = "mutation($d: Int!) { setCommitmentHorizon(days: $d) { id } }"
 
 
 @pytest.fixture(scope="module")
-def breaks_server(service_env: dict[str, str], worker: WorkerProcess) -> Iterator[ServerProcess]:
-    env = {**service_env, "PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS": str(DAY_SECONDS)}
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc
+def breaks(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Deployment]:
+    with deployed(
+        request, backend, {"PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS": str(DAY_SECONDS)}
+    ) as running:
+        yield running
 
 
 @pytest.fixture
-async def api(breaks_server: ServerProcess, mailbox: Mailbox) -> AsyncIterator[ApiClient]:
-    async with ApiClient(breaks_server.url, mailbox) as client:
-        yield client
+def api(breaks: Deployment) -> ApiClient:
+    return breaks.client()
 
 
+async def task_view(api: ApiClient, token: str, task_id: str) -> dict[str, Any]:
+    task: dict[str, Any] = (await api.execute(TASK, {"id": task_id}, token=token))["task"]
+    return task
+
+
+def due_of(instance: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(instance["dueAt"])
+
+
+def day_in(at: datetime, zone: str = "UTC") -> date:
+    return at.astimezone(ZoneInfo(zone)).date()
+
+
+async def schedule(api: ApiClient, token: str, starts: date, ends: date, task_id: str | None) -> list[Any]:
+    variables = {"in": {"taskId": task_id, "startsOn": starts.isoformat(), "endsOn": ends.isoformat()}}
+    breaks: list[Any] = (await api.execute(SCHEDULE, variables, token=token))["scheduleBreak"]
+    return breaks
+
+
+@both_backends
 async def test_a_break_cancels_the_open_instance_inside_it_and_the_streak_survives(api: ApiClient) -> None:
     owner, _, partner, _ = await partner_pair(api)
     task_id, first_id = await create_open_task(api, owner, "GPS", open_schedule(starts_in_seconds=120))
@@ -71,6 +88,32 @@ async def test_a_break_cancels_the_open_instance_inside_it_and_the_streak_surviv
     assert after["progress"]["completion"] == before["progress"]["completion"]
     # partners see the break
     assert [b["id"] for b in (await task_view(api, partner, task_id))["breaks"]] == [made["id"]]
+
+
+@both_backends
+async def test_a_task_with_a_break_ahead_is_settled_at_each_deadline_and_keeps_its_chain(
+    api: ApiClient,
+) -> None:
+    token, _ = await api.register()
+    # every 3 s, with a break tomorrow: each instance is MISSED at its deadline and the next planned
+    starts = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    rule = {
+        "startsAt": starts.isoformat(),
+        "rrule": "FREQ=SECONDLY;INTERVAL=3",
+        "timezone": "UTC",
+        "windowSeconds": 1,
+        "graceSeconds": 0,
+    }
+    task_id, first_id = await create_open_task(api, token, "GPS", rule)
+    tomorrow = day_in(datetime.now(UTC)) + timedelta(days=1)
+    await schedule(api, token, tomorrow, tomorrow, task_id)
+
+    async def missed_and_planned() -> bool:
+        view = await task_view(api, token, task_id)
+        statuses = {e["node"]["id"]: e["node"]["status"] for e in view["instances"]["edges"]}
+        return statuses.get(first_id) == "MISSED" and view["currentInstance"]["id"] != first_id
+
+    await eventually(missed_and_planned, 20, "the worker settled the instance and planned the next")
 
 
 async def test_under_a_horizon_a_break_applies_from_the_horizons_end(api: ApiClient) -> None:

@@ -4,31 +4,22 @@ arriving just after is judged by the new rules. A horizon "day" lasts one second
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from harness.chain_support import eventually
-from harness.mailbox import Mailbox
-from harness.proofloop import (
-    ApiClient,
-    GraphQLFailure,
-    ServerProcess,
-    WorkerProcess,
-    create_open_task,
-    free_port,
-    partner_pair,
-)
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task, partner_pair
+from tests.support.backends import Backend, Deployment, both_backends, deployed
 from tests.support.commitment_horizon import (
     DAY_SECONDS,
     PAUSE,
     TASK_FIELDS,
     UPDATE,
     gps_rule,
-    pause_waits_then_the_chain_applies_it,
-    proof_just_after_effective_at_meets_new_rules,
     set_horizon,
     task_of,
     update,
@@ -38,29 +29,94 @@ RESUME = f"mutation($id: ID!) {{ resumeTask(id: $id) {{ {TASK_FIELDS} }} }}"
 CANCEL = f"mutation($id: ID!) {{ cancelPendingChange(taskId: $id) {{ {TASK_FIELDS} }} }}"
 DELETE = "mutation($id: ID!) { deleteTask(id: $id) }"
 ME = "query { me { commitmentHorizon { days loweringTo loweringAt } } }"
+INSTANCE = "query($id: ID!) { instance(id: $id) { status settledAt } }"
+CHECK_IN = """mutation($id: ID!, $lat: Float!, $lon: Float!) {
+  checkIn(instanceId: $id, location: {latitude: $lat, longitude: $lon}, accuracyMeters: 10) {
+    status reason submittedAt
+  }
+}"""
+NEAR = (52.53, 13.405)  # about 1.1 km north of BERLIN: outside 150 m, inside 2 km
 
 
 @pytest.fixture(scope="module")
-def horizon_server(service_env: dict[str, str], worker: WorkerProcess) -> Iterator[ServerProcess]:
-    """An API whose horizon days last a second (the run's worker applies what comes due)."""
-    env = {**service_env, "PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS": DAY_SECONDS}
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc
+def horizon(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Deployment]:
+    """An API whose horizon days last a second, and the worker that applies what comes due."""
+    with deployed(request, backend, {"PROOFLOOP_COMMITMENT_HORIZON_DAY_SECONDS": DAY_SECONDS}) as running:
+        yield running
 
 
 @pytest.fixture
-def api(horizon_server: ServerProcess, mailbox: Mailbox) -> ApiClient:
-    return ApiClient(horizon_server.url, mailbox)
+def api(horizon: Deployment) -> ApiClient:
+    return horizon.client()
 
 
+async def check_in(
+    api: ApiClient, token: str, instance_id: str, point: tuple[float, float]
+) -> dict[str, Any]:
+    variables = {"id": instance_id, "lat": point[0], "lon": point[1]}
+    result: dict[str, Any] = (await api.execute(CHECK_IN, variables, token=token))["checkIn"]
+    return result
+
+
+async def sleep_until(moment: str) -> None:
+    """Until just after `moment` (this host's clock is the database's: both run here)."""
+    wait = (datetime.fromisoformat(moment) - datetime.now(UTC)).total_seconds()
+    await asyncio.sleep(max(0.0, wait) + 0.05)
+
+
+@both_backends
 async def test_proof_just_after_effective_at_meets_new_rules(api: ApiClient) -> None:
     token, _ = await api.register()
-    await proof_just_after_effective_at_meets_new_rules(api, token)
+    await set_horizon(api, token, 5)
+    task_id, instance_id = await create_open_task(api, token, "GPS")
+    edited = await update(api, token, task_id, title="Gym, nearby", gps=gps_rule(2000))
+    assert edited["title"] == "Gym, nearby"  # neutral: at once
+    assert edited["gps"]["radiusMeters"] == 150
+    pending = edited["pendingChange"]
+    assert pending["gps"] == {
+        "centerChanged": False,
+        "latitude": None,
+        "longitude": None,
+        "radiusMeters": 2000,
+        "maxAccuracyMeters": None,
+    }
+    effective_at = datetime.fromisoformat(pending["effectiveAt"])  # parsed: "…:03Z" sorts after "…:03.5Z"
+    early = await check_in(api, token, instance_id, NEAR)
+    if datetime.fromisoformat(early["submittedAt"]) < effective_at:  # a machine this slow proves nothing here
+        assert (early["status"], early["reason"]) == ("REJECTED", "OUTSIDE_GEOFENCE")
+    await sleep_until(pending["effectiveAt"])
+    proof = await check_in(api, token, instance_id, NEAR)
+    assert datetime.fromisoformat(proof["submittedAt"]) >= effective_at
+    assert (proof["status"], proof["reason"]) == ("ACCEPTED", None)
+    task = await task_of(api, token, task_id)
+    assert task is not None
+    assert task["pendingChange"] is None
+    assert task["gps"]["radiusMeters"] == 2000
 
 
+@both_backends
 async def test_pause_waits_then_the_chain_applies_it(api: ApiClient) -> None:
     token, _ = await api.register()
-    await pause_waits_then_the_chain_applies_it(api, token)
+    await set_horizon(api, token, 2)
+    task_id, instance_id = await create_open_task(api, token, "PHOTO")
+    paused = (await api.execute(PAUSE, {"id": task_id}, token=token))["pauseTask"]
+    assert paused["state"] == "ACTIVE"
+    assert paused["pendingChange"]["pause"] is True
+    assert paused["currentInstance"]["id"] == instance_id
+
+    async def applied() -> bool:
+        task = await task_of(api, token, task_id)
+        return task is not None and task["state"] == "PAUSED"
+
+    await eventually(applied, 20, "the pending pause applied by the chain")
+    task = await task_of(api, token, task_id)
+    assert task is not None
+    assert (task["pendingChange"], task["currentInstance"]) == (None, None)
+    instance = (await api.execute(INSTANCE, {"id": instance_id}, token=token))["instance"]
+    assert instance["status"] == "CANCELED"
+    assert datetime.fromisoformat(instance["settledAt"]) >= datetime.fromisoformat(
+        paused["pendingChange"]["effectiveAt"]
+    )
 
 
 async def test_partners_see_the_pending_change_but_not_the_new_centre(api: ApiClient) -> None:
