@@ -3,44 +3,81 @@ a denied appeal, and onTimeout at an appeal's own deadline."""
 
 from __future__ import annotations
 
-import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
 
 from harness.chain_support import eventually
 from harness.proofloop import (
     ApiClient,
     GraphQLFailure,
-    ServerProcess,
     act_before_deadline,
     create_open_task,
     partner_pair,
     row_key,
 )
-from tests.support.appeals import REVIEW, appeal, event_types, refused, status_of
+from tests.support.backends import Deployment, both_backends
 from tests.support.live import Feed, live_feed
 from tests.support.proofs_gps import MUNICH, check_in
 
 TASK = "query($id: ID!) { task(id: $id) { streak currentInstance { id dueAt } progress { r: completionRate(days: 7) } } }"
 
 
-async def settle(database_url: str, instance_id: str, status: str, hours_ago: float) -> None:
+@pytest.fixture
+def api(deployment: Deployment) -> ApiClient:
+    return deployment.client()
+
+
+APPEAL = """mutation($v: ID, $i: ID, $note: String) {
+  appeal(verificationId: $v, instanceId: $i, note: $note) {
+    id status method note appealOf instance { id status reviewDeadline }
+  }
+}"""
+
+
+REVIEW = """mutation($id: ID!, $approve: Boolean!) {
+  review(verificationId: $id, approve: $approve) { status reason instance { status } }
+}"""
+
+
+INSTANCE = "query($id: ID!) { instance(id: $id) { status } }"
+
+
+async def appeal(api: ApiClient, token: str, **ids: str | None) -> dict[str, Any]:
+    variables = {"v": ids.get("verification"), "i": ids.get("instance"), "note": "the GPS was off"}
+    result: dict[str, Any] = (await api.execute(APPEAL, variables, token=token))["appeal"]
+    return result
+
+
+async def refused(api: ApiClient, token: str, **ids: str | None) -> tuple[str, str | None]:
+    with pytest.raises(GraphQLFailure) as failure:
+        await appeal(api, token, **ids)
+    return failure.value.code, failure.value.field
+
+
+async def status_of(api: ApiClient, token: str, instance_id: str) -> str:
+    return str((await api.execute(INSTANCE, {"id": instance_id}, token=token))["instance"]["status"])
+
+
+async def event_types(api: ApiClient, token: str, instance_id: str) -> list[str]:
+    events = (await api.execute("query { events(first: 100) { type instance { id } } }", token=token))[
+        "events"
+    ]
+    return [e["type"] for e in events if e["instance"]["id"] == instance_id]
+
+
+async def settle(deployment: Deployment, instance_id: str, status: str, hours_ago: float) -> None:
     """Settle an instance as the chain would have, `hours_ago` (the read of the settlement is under test)."""
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute(
-            "UPDATE task_instances SET status = $2, settled_at = now() - make_interval(secs => $3),"
-            " fire_at = NULL, link_for = NULL WHERE id = $1",
-            uuid.UUID(row_key(instance_id)),
-            status,
-            hours_ago * 3600,
-        )
-    finally:
-        await conn.close()
+    await deployment.sql(
+        "UPDATE task_instances SET status = $2, settled_at = $3, fire_at = NULL, link_for = NULL WHERE id = $1",
+        row_key(instance_id),
+        status,
+        datetime.now(UTC) - timedelta(hours=hours_ago),
+    )
 
 
+@both_backends
 async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_chain(api: ApiClient) -> None:
     owner, _, partner, _ = await partner_pair(api)
     stranger, _ = await api.register()
@@ -93,21 +130,21 @@ async def next_of(feed: Feed, instance_id: str) -> dict[str, Any]:
 
 
 async def test_the_window_what_may_be_appealed_and_a_denied_appeal(
-    api: ApiClient, server: ServerProcess, database_url: str
+    api: ApiClient, deployment: Deployment
 ) -> None:
     owner, owner_id, partner, _ = await partner_pair(api)
     _, late = await create_open_task(api, owner, "PHOTO")
     _, recent = await create_open_task(api, owner, "PHOTO")
     _, still_open = await create_open_task(api, owner, "PHOTO")
-    await settle(database_url, late, "MISSED", hours_ago=49)  # the default window is 48 h
-    await settle(database_url, recent, "MISSED", hours_ago=1)
+    await settle(deployment, late, "MISSED", hours_ago=49)  # the default window is 48 h
+    await settle(deployment, recent, "MISSED", hours_ago=1)
 
     assert (await refused(api, owner, instance=late))[0] == "CONFLICT"
     assert (await refused(api, owner, instance=still_open))[0] == "CONFLICT"
     assert await status_of(api, owner, late) == "MISSED"
 
     # from the start: a live-only feed may register after the appeal's event, which it would then never see
-    async with live_feed(server, partner, userId=owner_id, after="0") as feed:
+    async with live_feed(deployment.server, partner, userId=owner_id, after="0") as feed:
         review = await appeal(api, owner, instance=recent)
         requested = await next_of(feed, recent)
         assert (requested["type"], requested["instanceStatus"]) == ("APPEAL_REQUESTED", "PENDING_REVIEW")
@@ -124,12 +161,13 @@ async def test_the_window_what_may_be_appealed_and_a_denied_appeal(
     assert (await event_types(api, owner, recent))[-2:] == ["APPEAL_REQUESTED", "APPEAL_DECIDED"]
 
 
-async def test_on_timeout_decides_an_appeal_at_its_deadline(api: ApiClient, database_url: str) -> None:
+@both_backends
+async def test_on_timeout_decides_an_appeal_at_its_deadline(api: ApiClient, deployment: Deployment) -> None:
     owner, _, partner, _ = await partner_pair(api)
     _, instance_id = await create_open_task(
         api, owner, "PARTNER", partnerReview={"reviewWindowSeconds": 2, "onTimeout": "APPROVE"}
     )
-    await settle(database_url, instance_id, "MISSED", hours_ago=0.1)
+    await settle(deployment, instance_id, "MISSED", hours_ago=0.1)
     review = await appeal(api, owner, instance=instance_id)
     assert review["appealOf"] == "MISSED"
 

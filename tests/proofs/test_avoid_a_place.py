@@ -8,38 +8,39 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import pytest
 
 from harness.proofloop import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
 from services.kit import decode_id
 from tests.support.avoid_a_place import OUTSIDE, avoid_rule, judged, report, sample, soon
+from tests.support.backends import Deployment, both_backends
 
 CHECK_IN = """mutation($id: ID!) { checkIn(instanceId: $id, location: {latitude: 52.52, longitude: 13.405},
   accuracyMeters: 10) { id } }"""
 
 
-async def samples_kept(database_url: str, instance_id: str) -> int:
-    conn = await asyncpg.connect(database_url)
-    try:
-        count: int = await conn.fetchval(
-            "SELECT count(*) FROM location_samples WHERE instance_id = $1",
-            decode_id(instance_id, "TaskInstance"),
-        )
-        return count
-    finally:
-        await conn.close()
+@pytest.fixture
+def api(deployment: Deployment) -> ApiClient:
+    return deployment.client()
 
 
+async def samples_kept(deployment: Deployment, instance_id: str) -> int:
+    [(count,)] = await deployment.sql(
+        "SELECT count(*) FROM location_samples WHERE instance_id = $1", decode_id(instance_id, "TaskInstance")
+    )
+    return int(count)
+
+
+@both_backends
 async def test_one_sample_inside_rejects_and_partners_see_when_not_where(
-    api: ApiClient, database_url: str
+    api: ApiClient, deployment: Deployment
 ) -> None:
     owner, _, partner, _ = await partner_pair(api)
     _, instance_id = await create_open_task(api, owner, "GPS", soon(20), gps=avoid_rule())
     inside = sample(BERLIN, 3)
     kept = await report(api, owner, instance_id, [sample(OUTSIDE, 15), inside, sample(OUTSIDE, 1)])
     assert kept == {"accepted": 3, "ignored": 0, "total": 3}
-    assert await samples_kept(database_url, instance_id) == 3
+    assert await samples_kept(deployment, instance_id) == 3
 
     for token in (owner, partner):
         [verdict] = (await judged(api, token, instance_id))["verifications"]
@@ -47,9 +48,10 @@ async def test_one_sample_inside_rejects_and_partners_see_when_not_where(
         assert datetime.fromisoformat(verdict["enteredAt"]) == datetime.fromisoformat(inside["recordedAt"])
         assert verdict["location"] is None and verdict["distanceMeters"] is None  # no position, for anyone
     assert (await judged(api, owner, instance_id))["status"] == "REJECTED"
-    assert await samples_kept(database_url, instance_id) == 0  # judged: the samples are gone
+    assert await samples_kept(deployment, instance_id) == 0  # judged: the samples are gone
 
 
+@both_backends
 async def test_covering_samples_verify_and_the_chain_goes_on(api: ApiClient) -> None:
     token, _ = await api.register()
     task_id, instance_id = await create_open_task(api, token, "GPS", soon(20), gps=avoid_rule())

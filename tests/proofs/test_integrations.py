@@ -20,19 +20,16 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.mailbox import Mailbox
 from harness.proofloop import (
     ROOT,
     ApiClient,
     GraphQLFailure,
-    ServerProcess,
-    WorkerProcess,
     child_env,
     create_open_task,
-    free_port,
     open_schedule,
     partner_pair,
 )
+from tests.support.backends import Backend, Deployment, both_backends, deployed
 from tests.support.integrations import CONNECT, Sender, activity, code_of, connected_task, verifications
 
 EVENTS_PER_DAY = 6
@@ -43,30 +40,28 @@ TASK = """query($id: ID!) { task(id: $id) { currentInstance { id status }
 
 
 @pytest.fixture(scope="module")
-def integrations_server(service_env: dict[str, str], worker: WorkerProcess) -> Iterator[ServerProcess]:
-    """The run's database, Redis and worker, with small budgets; each test sends from its own address
-    (X-Forwarded-For, trusted from 127.0.0.1 here), so the per-address budget is each test's own."""
-    env = {
-        **service_env,
+def integrations(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Deployment]:
+    """Small budgets; each test sends from its own address (X-Forwarded-For, trusted from 127.0.0.1 here),
+    so the per-address budget is each test's own."""
+    settings = {
         "PROOFLOOP_INTEGRATION_EVENTS_PER_DAY": str(EVENTS_PER_DAY),
         "PROOFLOOP_INTEGRATION_REQUESTS_PER_MINUTE": str(REQUESTS_PER_MINUTE),
         "PROOFLOOP_TRUSTED_PROXIES": "127.0.0.1",
     }
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc
+    with deployed(request, backend, settings) as running:
+        yield running
 
 
 @pytest.fixture
-async def api(integrations_server: ServerProcess, mailbox: Mailbox) -> AsyncIterator[ApiClient]:
-    async with ApiClient(integrations_server.url, mailbox) as client:
-        yield client
+def api(integrations: Deployment) -> ApiClient:
+    return integrations.client()
 
 
 async def test_a_signed_activity_verifies_the_instance_and_plans_the_next(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     owner, _, partner, _ = await partner_pair(api)
-    task_id, instance_id, sender = await connected_task(api, integrations_server, owner)
+    task_id, instance_id, sender = await connected_task(api, integrations.url, owner)
     event = activity(type="  Trail Run ")
 
     answer = await sender.send(event)
@@ -108,10 +103,10 @@ async def test_a_signed_activity_verifies_the_instance_and_plans_the_next(
 
 
 async def test_each_rule_it_breaks_is_a_rejection_that_leaves_the_instance_open(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     opened = datetime.now(UTC) - timedelta(seconds=3600)  # open_schedule: the window opened an hour ago
     broken = [
         (activity(type="ride"), "ACTIVITY_MISMATCH"),
@@ -132,11 +127,12 @@ async def test_each_rule_it_breaks_is_a_rejection_that_leaves_the_instance_open(
     assert accepted.json()["data"]["verification"]["status"] == "ACCEPTED"
 
 
+@both_backends
 async def test_tampered_wrongly_signed_and_unknown_events_are_refused_alike(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     body = json.dumps(activity()).encode()
     headers = sender.signed(body)
     tampered = body.replace(b'"durationSeconds": 1800', b'"durationSeconds": 9800')
@@ -158,10 +154,10 @@ async def test_tampered_wrongly_signed_and_unknown_events_are_refused_alike(
 
 
 async def test_a_timestamp_outside_the_replay_window_is_refused(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     body = json.dumps(activity()).encode()
     now = int(time.time())
     for timestamp in (now - 360, now + 360, 0, 10**11):
@@ -172,10 +168,10 @@ async def test_a_timestamp_outside_the_replay_window_is_refused(
 
 
 async def test_a_replayed_event_is_a_conflict_naming_the_proof_it_made(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     body = json.dumps(activity(type="ride")).encode()  # rejected: the instance stays open for the copies
     headers = sender.signed(body)
     first = (await sender.post(body, headers)).json()["data"]["verification"]
@@ -188,11 +184,10 @@ async def test_a_replayed_event_is_a_conflict_naming_the_proof_it_made(
     assert len((await verifications(api, token, instance_id))["verifications"]) == 1
 
 
-async def test_concurrent_copies_of_an_event_make_one_proof(
-    api: ApiClient, integrations_server: ServerProcess
-) -> None:
+@both_backends
+async def test_concurrent_copies_of_an_event_make_one_proof(api: ApiClient, integrations: Deployment) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     body = json.dumps(activity()).encode()
     answers = await asyncio.gather(*(sender.post(body) for _ in range(8)))
     statuses = sorted(a.status_code for a in answers)
@@ -207,10 +202,10 @@ async def test_concurrent_copies_of_an_event_make_one_proof(
 
 
 async def test_a_tasks_events_per_day_hold_under_concurrent_requests(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     answers = await asyncio.gather(*(sender.send(activity(type="ride")) for _ in range(EVENTS_PER_DAY + 4)))
     statuses = sorted(a.status_code for a in answers)
     assert statuses == [200] * EVENTS_PER_DAY + [429] * 4
@@ -220,10 +215,10 @@ async def test_a_tasks_events_per_day_hold_under_concurrent_requests(
 
 
 async def test_one_address_is_held_to_its_requests_per_minute_before_anything_is_read(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    _, _, sender = await connected_task(api, integrations_server, token)
+    _, _, sender = await connected_task(api, integrations.url, token)
     junk = b"not even JSON"
     answers = [await sender.post(junk) for _ in range(REQUESTS_PER_MINUTE + 2)]
     assert [a.status_code for a in answers[:REQUESTS_PER_MINUTE]] == [400] * REQUESTS_PER_MINUTE
@@ -234,11 +229,9 @@ async def test_one_address_is_held_to_its_requests_per_minute_before_anything_is
     assert (await other.send(activity())).status_code == 200
 
 
-async def test_oversized_bodies_are_refused_unread(
-    api: ApiClient, integrations_server: ServerProcess
-) -> None:
+async def test_oversized_bodies_are_refused_unread(api: ApiClient, integrations: Deployment) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     huge = json.dumps(activity(note="x" * 20_000)).encode()
     declared = await sender.post(huge)
 
@@ -277,24 +270,24 @@ async def test_oversized_bodies_are_refused_unread(
     ],
 )
 async def test_malformed_events_are_bad_input_naming_the_field(
-    api: ApiClient, integrations_server: ServerProcess, body: bytes, field: str
+    api: ApiClient, integrations: Deployment, body: bytes, field: str
 ) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     refused = await sender.post(body)
     assert (refused.status_code, code_of(refused)) == (400, "BAD_USER_INPUT"), refused.text
     assert refused.json()["errors"][0]["extensions"]["field"] == field
     assert (await verifications(api, token, instance_id))["verifications"] == []
     async with httpx.AsyncClient(timeout=5) as client:
-        assert (await client.get(f"{integrations_server.url}/healthz")).status_code == 200
+        assert (await client.get(f"{integrations.url}/healthz")).status_code == 200
 
 
 async def test_only_the_owner_connects_and_a_new_connection_retires_the_old(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     owner, _, partner, _ = await partner_pair(api)
     stranger, _ = await api.register()
-    task_id, _, old = await connected_task(api, integrations_server, owner)
+    task_id, _, old = await connected_task(api, integrations.url, owner)
     for token, code in ((partner, "FORBIDDEN"), (stranger, "NOT_FOUND")):
         with pytest.raises(GraphQLFailure) as refused:
             await api.execute(CONNECT, {"id": task_id}, token=token)
@@ -306,15 +299,15 @@ async def test_only_the_owner_connects_and_a_new_connection_retires_the_old(
 
     connection = (await api.execute(CONNECT, {"id": task_id}, token=owner))["connectIntegration"]
     path = connection["endpointUrl"].split("://", 1)[1].split("/", 1)[1]
-    new = Sender(f"{integrations_server.url}/{path}", connection["secret"])
+    new = Sender(f"{integrations.url}/{path}", connection["secret"])
     assert (await old.send(activity())).status_code == 401
     assert (await Sender(new.url, old.secret).send(activity())).status_code == 401
     assert (await new.send(activity())).status_code == 200
 
 
-async def test_a_paused_task_has_nothing_to_prove(api: ApiClient, integrations_server: ServerProcess) -> None:
+async def test_a_paused_task_has_nothing_to_prove(api: ApiClient, integrations: Deployment) -> None:
     token, _ = await api.register()
-    task_id, _, sender = await connected_task(api, integrations_server, token)
+    task_id, _, sender = await connected_task(api, integrations.url, token)
     await api.execute("mutation($id: ID!) { pauseTask(id: $id) { state } }", {"id": task_id}, token=token)
     refused = await sender.send(activity())
     assert (refused.status_code, code_of(refused)) == (409, "CONFLICT")
@@ -324,10 +317,10 @@ async def test_a_paused_task_has_nothing_to_prove(api: ApiClient, integrations_s
 
 
 async def test_an_easier_rule_waits_out_the_horizon_and_a_harder_one_applies_at_once(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    task_id, _, _ = await connected_task(api, integrations_server, token)
+    task_id, _, _ = await connected_task(api, integrations.url, token)
     await api.execute("mutation { setCommitmentHorizon(days: 2) { id } }", token=token)
     update = "mutation($id: ID!, $r: IntegrationRuleInput!) { updateTask(id: $id, input: {integration: $r}) { id } }"
     harder: dict[str, Any] = {"activityTypes": ["run"], "minDurationSeconds": 900, "minDistanceMeters": 3000}
@@ -359,10 +352,10 @@ async def test_an_easier_rule_waits_out_the_horizon_and_a_harder_one_applies_at_
 
 
 async def test_the_example_connector_proves_once_and_recognizes_its_retry(
-    api: ApiClient, integrations_server: ServerProcess
+    api: ApiClient, integrations: Deployment
 ) -> None:
     token, _ = await api.register()
-    _, instance_id, sender = await connected_task(api, integrations_server, token)
+    _, instance_id, sender = await connected_task(api, integrations.url, token)
     command = [
         sys.executable,
         str(ROOT / "examples" / "send_activity.py"),

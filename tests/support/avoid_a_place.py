@@ -1,5 +1,5 @@
 """Avoid-a-place tasks: the rule, location samples and reports, and reading the verdict (shared with the
-embedded default and the timestamp tests)."""
+timestamp tests)."""
 
 from __future__ import annotations
 

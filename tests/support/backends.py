@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -79,7 +79,9 @@ class Deployment:
 
 def _as_sqlite_stores(value: object) -> object:
     if isinstance(value, datetime):
-        return value.isoformat(" ")  # Tortoise's text form of an instant: comparisons order as instants
+        return value.astimezone(UTC).isoformat(
+            " "
+        )  # Tortoise's text form of an instant: comparisons order as instants
     if isinstance(value, uuid.UUID):
         return str(value)
     return value
