@@ -198,8 +198,10 @@ def deployment(backend: Backend, request: pytest.FixtureRequest) -> Deployment:
         return embedded
     server: ServerProcess = request.getfixturevalue("server")
     worker: WorkerProcess = request.getfixturevalue("worker")
-    database_url: str = request.getfixturevalue("database_url")
-    return Deployment(backend, server, worker, database_url, request.getfixturevalue("mailbox"))
+    env: dict[str, str] = request.getfixturevalue("service_env")
+    mailbox: Mailbox = request.getfixturevalue("mailbox")
+    database, redis_url = env["PROOFLOOP_DATABASE_URL"], env["PROOFLOOP_REDIS_URL"]
+    return Deployment(backend, server, (worker,), database, redis_url, env, mailbox)
 
 
 # In-process access for the tests that arrange or read state directly: the ORM and a plain connection in

@@ -1,31 +1,26 @@
-"""Reminders and webhooks through the real API on PostgreSQL: two workers, a private Redis, a private
-database (so no other test's worker consumes these links), and webhook receivers on this machine."""
+"""Reminders and webhooks through the real API: two workers, a private Redis, a private database (so no
+other test's worker consumes these links), and webhook receivers on this machine."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 
-import asyncpg
 import pytest
 import redis
 
-from harness.mailbox import Mailbox
-from harness.private_services import PrivateRedis
 from harness.proofloop import (
     BERLIN,
     ApiClient,
     GraphQLFailure,
-    ServerProcess,
     WorkerProcess,
-    free_port,
-    migrated_database,
     row_key,
     task_rules,
 )
+from tests.support.backends import Backend, Deployment, both_backends, deployed
 from tests.support.live import live_feed, make_partners
 from tests.support.reminders import (
     CREATE,
@@ -52,51 +47,34 @@ CHECK_IN = """mutation($i: ID!, $at: GeoPointInput!) {
 SECOND_BEFORE_DUE = {"before": "DUE", "offsetSeconds": 1}
 
 
-@pytest.fixture(scope="module")
-def private_redis() -> Iterator[PrivateRedis]:
-    with PrivateRedis() as redis_server:
-        yield redis_server
+# webhook receivers on this machine, and attempts quick to retry
+SETTINGS = {
+    "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
+    "PROOFLOOP_WEBHOOK_BACKOFF_SECONDS": "0.2",
+    "PROOFLOOP_WEBHOOK_MAX_ATTEMPTS": "3",
+    # a whole attempt, the receiver in this test process included: room for a loaded machine
+    "PROOFLOOP_WEBHOOK_TIMEOUT_SECONDS": "5",
+}
+# on SQLite the pump hands every reminder over, so its SQLite claim runs too (on PostgreSQL the pump's
+# claim has its own test here: a lost link healed)
+EMBEDDED_SETTINGS = {**SETTINGS, "PROOFLOOP_LINK_HORIZON_SECONDS": "2"}
 
 
 @pytest.fixture(scope="module")
-def env(private_redis: PrivateRedis, service_env: dict[str, str]) -> Iterator[dict[str, str]]:
-    with migrated_database("proofloop_reminders") as url:
-        yield {
-            **service_env,
-            "PROOFLOOP_DATABASE_URL": url,
-            "PROOFLOOP_REDIS_URL": private_redis.url,
-            "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
-            "PROOFLOOP_WEBHOOK_BACKOFF_SECONDS": "0.2",
-            "PROOFLOOP_WEBHOOK_MAX_ATTEMPTS": "3",
-            # a whole attempt, the receiver in this test process included: room for a loaded machine
-            "PROOFLOOP_WEBHOOK_TIMEOUT_SECONDS": "5",
-        }
-
-
-@pytest.fixture(scope="module")
-def api_server(env: dict[str, str]) -> Iterator[ServerProcess]:
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc
-
-
-@pytest.fixture(scope="module")
-def workers(env: dict[str, str], api_server: ServerProcess) -> Iterator[list[WorkerProcess]]:
-    """Two worker processes on the same queues: every reminder must still fire exactly once."""
-    first = WorkerProcess({**env, "PROOFLOOP_WORKER_METRICS_PORT": str(free_port())})
-    second = WorkerProcess({**env, "PROOFLOOP_WORKER_METRICS_PORT": str(free_port())})
-    with first, second:
-        yield [first, second]
+def reminders(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Deployment]:
+    """Two worker processes on the same queues (every reminder must still fire exactly once), on a
+    database and Redis of their own, so that no other test's worker consumes these links."""
+    settings = SETTINGS if backend is Backend.POSTGRESQL else EMBEDDED_SETTINGS
+    with deployed(request, backend, settings, workers=2, private=True) as running:
+        yield running
 
 
 @pytest.fixture
-async def api(
-    api_server: ServerProcess, workers: list[WorkerProcess], mailbox: Mailbox
-) -> AsyncIterator[ApiClient]:
-    async with ApiClient(api_server.url, mailbox) as client:
-        yield client
+def api(reminders: Deployment) -> ApiClient:
+    return reminders.client()
 
 
-def worker_metric(workers: list[WorkerProcess], name: str, **labels: str) -> float:
+def worker_metric(workers: tuple[WorkerProcess, ...], name: str, **labels: str) -> float:
     total = 0.0
     for worker in workers:
         url = f"http://127.0.0.1:{worker.env['PROOFLOOP_WORKER_METRICS_PORT']}/metrics"
@@ -105,16 +83,17 @@ def worker_metric(workers: list[WorkerProcess], name: str, **labels: str) -> flo
     return total
 
 
+@both_backends
 async def test_reminders_fire_once_each_into_the_owners_feed_only(
-    api: ApiClient, api_server: ServerProcess
+    api: ApiClient, reminders: Deployment
 ) -> None:
     owner_token, _ = await api.register()
     partner_token, partner = await api.register()
     await make_partners(api, owner_token, partner_token, partner["email"])
     # both feeds replay from the start, so an event fired before a subscription registers is still seen
     async with (
-        live_feed(api_server, owner_token, after="0") as owner_feed,
-        live_feed(api_server, partner_token, after="0") as seen,
+        live_feed(reminders.server, owner_token, after="0") as owner_feed,
+        live_feed(reminders.server, partner_token, after="0") as seen,
     ):
         task = await create_task(
             api, owner_token, every(6, window=3, starts_in=5), [AT_OPEN, SECOND_BEFORE_DUE]
@@ -197,16 +176,16 @@ async def test_an_early_proof_leaves_its_reminders_unsent_and_new_offsets_reach_
 
 
 async def test_a_reminder_whose_link_was_lost_is_healed_by_the_pump(
-    api: ApiClient, workers: list[WorkerProcess], private_redis: PrivateRedis
+    api: ApiClient, reminders: Deployment
 ) -> None:
     token, _ = await api.register()
     # due in a minute, so the instance is still open when the reminder (in 6 s) is healed
     lost = [{"before": "DUE", "offsetSeconds": 54}]
     task = await create_task(api, token, one_off(window=60, starts_in=60), lost, title="Lost link")
-    for worker in workers:  # a graceful stop hands the held links back to Redis ...
+    for worker in reminders.workers:  # a graceful stop hands the held links back to Redis ...
         worker.stop()
-    redis.Redis.from_url(private_redis.url).flushdb()  # ... which then loses everything
-    for worker in workers:
+    redis.Redis.from_url(reminders.env["PROOFLOOP_REDIS_URL"]).flushdb()  # ... which then loses everything
+    for worker in reminders.workers:
         worker.start()
     (reminder,) = await wait_for_events(api, token, task["id"], "DUE_SOON", 1)
     assert reminder["instance"]["id"] == task["currentInstance"]["id"]
@@ -218,6 +197,7 @@ async def test_a_reminder_whose_link_was_lost_is_healed_by_the_pump(
     await api.execute(PAUSE, {"id": sentinel["id"]}, token=token)
 
 
+@both_backends
 async def test_a_signed_reminder_reaches_the_owners_webhook(api: ApiClient) -> None:
     token, _ = await api.register()
     secret = "a receiver's shared secret"
@@ -244,8 +224,9 @@ async def test_a_signed_reminder_reaches_the_owners_webhook(api: ApiClient) -> N
 
 
 async def test_a_receiver_that_is_down_is_retried_then_given_up_in_the_metrics(
-    api: ApiClient, workers: list[WorkerProcess]
+    api: ApiClient, reminders: Deployment
 ) -> None:
+    workers = reminders.workers
     given_up_before = worker_metric(workers, "proofloop_webhook_deliveries_total", outcome="given_up")
     failed_before = worker_metric(workers, "proofloop_webhook_deliveries_total", outcome="failed")
     token, _ = await api.register()
@@ -269,20 +250,16 @@ async def test_a_receiver_that_is_down_is_retried_then_given_up_in_the_metrics(
 
 
 async def test_a_webhook_whose_name_now_resolves_privately_is_refused_at_delivery(
-    api: ApiClient, workers: list[WorkerProcess], env: dict[str, str]
+    api: ApiClient, reminders: Deployment
 ) -> None:
+    workers = reminders.workers
     token, _ = await api.register()
     with receiving() as receiver:
         hook = (await api.execute(REGISTER_WEBHOOK, {"url": receiver.url}, token=token))["registerWebhook"]
         # as a rebinding DNS answer would: the stored name now leads into a private network
-        conn = await asyncpg.connect(env["PROOFLOOP_DATABASE_URL"])
-        try:
-            await conn.execute(
-                "UPDATE webhooks SET url = 'https://10.0.0.1/hook' WHERE id = $1::uuid",
-                row_key(hook["webhook"]["id"]),
-            )
-        finally:
-            await conn.close()
+        await reminders.sql(
+            "UPDATE webhooks SET url = 'https://10.0.0.1/hook' WHERE id = $1", row_key(hook["webhook"]["id"])
+        )
         refused_before = worker_metric(workers, "proofloop_webhook_deliveries_total", outcome="refused")
         task = await create_task(api, token, one_off(window=3, starts_in=4), [AT_OPEN], title="Rebound")
         await wait_for_events(api, token, task["id"], "DUE_SOON", 1)

@@ -13,8 +13,8 @@ import asyncio
 import re
 import sqlite3
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -22,15 +22,26 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import dramatiq
 import pytest
 
+from actors.broker import configure_broker
 from cli import DEV_DEFAULTS
 from harness.mailbox import Mailbox
-from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, free_port, migrated_sqlite
+from harness.private_services import PrivateRedis
+from harness.proofloop import (
+    ApiClient,
+    ServerProcess,
+    WorkerProcess,
+    free_port,
+    migrated_database,
+    migrated_sqlite,
+)
+from settings import Settings
 
 both_backends = pytest.mark.both_backends
 
-# the run's settings that name where its data lives: an embedded deployment has its own
+# the run's settings that name where its data lives and what it listens on: an embedded deployment has its own
 _PLACES = {
     "PROOFLOOP_DATABASE_URL",
     "PROOFLOOP_REDIS_URL",
@@ -46,13 +57,20 @@ class Backend(StrEnum):
 
 @dataclass(frozen=True)
 class Deployment:
-    """A running Proofloop: its API and the worker that serves it, its database, the mailbox of its mail."""
+    """A running Proofloop: its API, the workers that serve it, its database, the settings its processes
+    run with, and the mailbox its mail goes to."""
 
     backend: Backend
     server: ServerProcess
-    worker: WorkerProcess
+    workers: tuple[WorkerProcess, ...]
     database: str  # a PostgreSQL URL, or the path of the SQLite file
+    redis_url: str
+    env: dict[str, str]
     mailbox: Mailbox
+
+    @property
+    def worker(self) -> WorkerProcess:
+        return self.workers[0]
 
     @property
     def url(self) -> str:
@@ -60,6 +78,15 @@ class Deployment:
 
     def client(self) -> ApiClient:
         return ApiClient(self.url, self.mailbox)
+
+    @contextmanager
+    def broker(self) -> Iterator[None]:
+        """Dramatiq's broker in this process, on the deployment's Redis: messages sent reach its workers."""
+        configure_broker(self.redis_url)
+        try:
+            yield
+        finally:
+            dramatiq.get_broker().close()
 
     async def sql(self, statement: str, *args: object) -> list[tuple[Any, ...]]:
         """The rows of `statement` (parameters written `$1`, `$2`… on both databases): instants and ids
@@ -77,11 +104,37 @@ class Deployment:
             return list(db.execute(statement, [_as_sqlite_stores(a) for a in args]))
 
 
+@asynccontextmanager
+async def refusing_events_of(deployment: Deployment, instance_id: str) -> AsyncIterator[None]:
+    """While the block runs, every insert of an event of `instance_id` fails (a trigger): a set that
+    writes one fails whole, and so does that row's own settlement."""
+    name = f"refuse_{instance_id.replace('-', '')}"
+    if deployment.backend is Backend.POSTGRESQL:
+        create = [
+            f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$",
+            f"CREATE TRIGGER {name} BEFORE INSERT ON events FOR EACH ROW"
+            f" WHEN (NEW.instance_id = '{instance_id}') EXECUTE FUNCTION {name}()",
+        ]
+        drop = [f"DROP TRIGGER {name} ON events", f"DROP FUNCTION {name}()"]
+    else:
+        create = [
+            f"CREATE TRIGGER {name} BEFORE INSERT ON events WHEN NEW.instance_id = '{instance_id}'"
+            " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        ]
+        drop = [f"DROP TRIGGER {name}"]
+    for statement in create:
+        await deployment.sql(statement)
+    try:
+        yield
+    finally:
+        for statement in drop:
+            await deployment.sql(statement)
+
+
 def _as_sqlite_stores(value: object) -> object:
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat(
-            " "
-        )  # Tortoise's text form of an instant: comparisons order as instants
+    if isinstance(value, datetime):  # Tortoise's text form of an instant: comparisons order as instants
+        return value.astimezone(UTC).isoformat(" ")
     if isinstance(value, uuid.UUID):
         return str(value)
     return value
@@ -94,7 +147,6 @@ def embedded_env(run_env: dict[str, str], data_dir: Path, settings: dict[str, st
         **kept,
         **DEV_DEFAULTS,
         "PROOFLOOP_DATA_DIR": str(data_dir),
-        "PROOFLOOP_WORKER_METRICS_PORT": "0",
         **settings,
     }
 
@@ -105,27 +157,34 @@ def deployed(
     backend: Backend,
     settings: dict[str, str] | None = None,
     *,
-    own_worker: bool = False,
+    workers: int = 0,
+    private: bool = False,
 ) -> Iterator[Deployment]:
-    """A Proofloop of a test module's own on `backend`, with `settings` over the run's: on PostgreSQL an API
-    on the run's database and Redis, served by the run's worker (or, with `own_worker`, by one started
-    with the same settings beside it); on the embedded default an API and a worker on a fresh data dir."""
+    """A Proofloop of a test module's own on `backend`, with `settings` over the run's, and `workers`
+    worker processes of its own. On PostgreSQL its API uses the run's database and Redis, served by the
+    run's worker when it has none of its own; `private` gives it a database and a redis-server of its own,
+    so that no other test's worker takes its links. On the embedded default, an API and at least one
+    worker on a fresh data dir."""
     run_env: dict[str, str] = request.getfixturevalue("service_env")
     mailbox: Mailbox = request.getfixturevalue("mailbox")
-    settings = settings or {}
-    if backend is Backend.POSTGRESQL:
-        env = {**run_env, **settings}
-        database = env["PROOFLOOP_DATABASE_URL"]
-        with ServerProcess(env, port=free_port()) as server:
-            if not own_worker:
-                yield Deployment(backend, server, request.getfixturevalue("worker"), database, mailbox)
-                return
-            with WorkerProcess({**env, "PROOFLOOP_WORKER_METRICS_PORT": "0"}) as worker:
-                yield Deployment(backend, server, worker, database, mailbox)
-        return
-    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
-    data_dir = factory.mktemp("embedded")
-    env = embedded_env(run_env, data_dir, settings)
-    sqlite_file = migrated_sqlite(data_dir)
-    with ServerProcess(env, port=free_port()) as server, WorkerProcess(env) as worker:
-        yield Deployment(backend, server, worker, str(sqlite_file), mailbox)
+    with ExitStack() as stack:
+        if backend is Backend.POSTGRESQL:
+            env = {**run_env, **(settings or {})}
+            if private:
+                assert workers, "nothing else serves a private database"
+                env["PROOFLOOP_REDIS_URL"] = stack.enter_context(PrivateRedis()).url
+                env["PROOFLOOP_DATABASE_URL"] = stack.enter_context(migrated_database("proofloop_private"))
+            database, redis_url = env["PROOFLOOP_DATABASE_URL"], env["PROOFLOOP_REDIS_URL"]
+        else:
+            data_dir = request.getfixturevalue("tmp_path_factory").mktemp("embedded")
+            env = embedded_env(run_env, data_dir, settings or {})
+            database = str(migrated_sqlite(data_dir))
+            redis_url = Settings(data_dir=data_dir).resolved_redis_url  # the one its processes share
+            workers = max(workers, 1)
+        server = stack.enter_context(ServerProcess(env, port=free_port()))
+        own = [
+            stack.enter_context(WorkerProcess({**env, "PROOFLOOP_WORKER_METRICS_PORT": str(free_port())}))
+            for _ in range(workers)
+        ]
+        serving = tuple(own) or (request.getfixturevalue("worker"),)
+        yield Deployment(backend, server, serving, database, redis_url, env, mailbox)
