@@ -13,10 +13,18 @@ from typing import Any
 import asyncpg
 import pytest
 
-from harness.chain_support import create_short_task, eventually, instances_of, settle_events
+from harness.chain_support import (
+    CREATE,
+    create_short_task,
+    eventually,
+    instances_of,
+    settle_events,
+    short_schedule,
+)
 from harness.proofloop import ApiClient, WorkerProcess, row_key
 from services.chain.links import FIRE_ACTOR, batched_link_messages
 from services.kit.messaging import Outgoing, send
+from tests.support.backends import Deployment, both_backends
 
 EVENTS = "query($t: ID) { events(taskId: $t, first: 50) { id type instance { id } } }"
 
@@ -271,3 +279,58 @@ async def test_quota_goals_settle_in_a_set_and_plan_their_periods_while_a_partne
         assert (following["opens_at"], following["due_at"]) == (before["opens_at"], before["due_at"])
         assert (following["closes_at"], following["proofs_counted"]) == (following["due_at"], 0)
         await _invariants(api, token, db, task)
+
+
+@both_backends
+async def test_tasks_due_together_settle_as_sets(deployment: Deployment) -> None:
+    api, worker = deployment.client(), deployment.worker
+    log_before = len(worker.log())
+    token, _ = await api.register()
+    schedule = short_schedule(start_in=2, every=2)  # one schedule: every instance of each due together
+    tasks = []
+    for n in range(6):
+        created = await api.execute(
+            CREATE, {"input": {"title": f"s{n}", "method": "PHOTO", "schedule": schedule}}, token=token
+        )
+        tasks.append(row_key(created["createTask"]["id"]))
+    marks = ", ".join(f"${n}" for n in range(1, len(tasks) + 1))
+
+    async def statuses(task_id: str) -> list[str]:
+        return [
+            r[0]
+            for r in await deployment.sql("SELECT status FROM task_instances WHERE task_id = $1", task_id)
+        ]
+
+    async def three_rounds() -> bool:
+        [(missed,)] = await deployment.sql(
+            f"SELECT COUNT(*) FROM task_instances WHERE status = 'MISSED' AND task_id IN ({marks})", *tasks
+        )
+        return int(missed) >= 3 * len(tasks)
+
+    try:
+        await eventually(three_rounds, 40, "three rounds of instances MISSED")
+        assert "instances as a set" in worker.log()[log_before:]
+        for task_id in tasks:
+            assert (await statuses(task_id)).count("PENDING") == 1
+    finally:  # the chains stop here: the run's workers go on serving other tests
+        for task_id in tasks:
+            await api.execute(
+                "mutation($id: ID!) { pauseTask(id: $id) { id } }", {"id": task_id}, token=token
+            )
+    for task_id in tasks:
+        per_instance = await deployment.sql(
+            "SELECT instance_id, COUNT(*) FROM events WHERE task_id = $1 AND type = 'MISSED' GROUP BY instance_id",
+            task_id,
+        )
+        assert {n for _, n in per_instance} == {1}
+        assert len(per_instance) == (await statuses(task_id)).count("MISSED")
+
+    async def positioned() -> bool:
+        [(unpositioned,)] = await deployment.sql(
+            f"SELECT COUNT(*) FROM events WHERE position IS NULL AND task_id IN ({marks})", *tasks
+        )
+        return int(unpositioned) == 0
+
+    await eventually(positioned, 10, "every settling event given its position")
+    feed = await api.execute("{ events(first: 100) { id type } }", token=token)
+    assert len([e for e in feed["events"] if e["type"] == "MISSED"]) >= 3 * len(tasks)
