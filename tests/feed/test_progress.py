@@ -1,4 +1,4 @@
-"""Progress through the real API on PostgreSQL: figures of a known history, who may read them, the limits.
+"""Progress through the real API: figures of a known history, who may read them, the limits.
 
 The history is written as rows before each task's open instance (the read is under test here, not the
 chain that settles instances; the chain's own tests cover that).
@@ -7,11 +7,12 @@ chain that settles instances; the chain's own tests cover that).
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import asyncpg
 import pytest
 
 from harness.proofloop import (
@@ -23,8 +24,69 @@ from harness.proofloop import (
     partner_pair,
     row_key,
 )
-from tests.support.progress import HISTORY_A, PROGRESS, USER_PROGRESS, Written, expected_calendar
+from services.kit.ids import global_id
+from tests.support.backends import Deployment, both_backends
 from tests.support.read_statements import counted
+
+# (days ago, status) of task A, oldest first; each is due that many days and one hour before now
+HISTORY_A = [
+    (40, "MISSED"),
+    (20, "VERIFIED"),
+    (10, "VERIFIED"),
+    (9, "VERIFIED"),
+    (8, "REJECTED"),
+    (6, "VERIFIED"),
+    (5, "CANCELED"),
+    (4, "VERIFIED"),
+    (3, "MISSED"),
+    (2, "VERIFIED"),
+    (1, "VERIFIED"),
+]
+
+
+PROGRESS = """fragment P on Progress {
+  r7: completionRate(days: 7) r30: completionRate(days: 30) r90: completionRate(days: 90)
+  c7: completion(days: 7) { days verified settled rate }
+  currentStreak bestStreak
+  calendar(from: $from, to: $to) { date verified missed rejected canceled open instances { id status } }
+}"""
+
+
+USER_PROGRESS = "query($u: ID, $from: Date!, $to: Date!) { progress(userId: $u) { ...P } }\n" + PROGRESS
+
+
+@dataclass(frozen=True)
+class Written:
+    id: str
+    due: datetime
+    status: str
+
+
+def expected_calendar(rows: list[Written], first: date, last: date) -> list[dict[str, Any]]:
+    by_day: dict[date, list[Written]] = defaultdict(list)
+    for row in sorted(rows, key=lambda r: (r.due, r.id)):  # the API's order: due time, then id
+        by_day[row.due.date()].append(row)  # the tasks are in UTC
+    days = []
+    for n in range((last - first).days + 1):
+        day = first + timedelta(days=n)
+        entries = by_day.get(day, [])
+
+        def count(*statuses: str, entries: list[Written] = entries) -> int:
+            return sum(1 for e in entries if e.status in statuses)
+
+        days.append(
+            {
+                "date": day.isoformat(),
+                "verified": count("VERIFIED"),
+                "missed": count("MISSED"),
+                "rejected": count("REJECTED"),
+                "canceled": count("CANCELED"),
+                "open": count("PENDING", "PENDING_REVIEW"),
+                "instances": [{"id": global_id("TaskInstance", e.id), "status": e.status} for e in entries],
+            }
+        )
+    return days
+
 
 # task B of the same owner: due two hours after A's on the same days, so the user's order interleaves
 HISTORY_B = [(3, "VERIFIED"), (0.5, "VERIFIED")]
@@ -34,8 +96,13 @@ TASK_PROGRESS = (
 )
 
 
+@pytest.fixture
+def api(deployment: Deployment) -> ApiClient:
+    return deployment.client()
+
+
 async def write_history(
-    database_url: str, task_id: str, history: Sequence[tuple[float, str]], shift: timedelta
+    deployment: Deployment, task_id: str, history: Sequence[tuple[float, str]], shift: timedelta
 ) -> list[Written]:
     """Settled rows before the task's open instance (seq 0), as the chain would have left them."""
     now = datetime.now(UTC)
@@ -43,31 +110,20 @@ async def write_history(
         Written(str(uuid.uuid4()), now - timedelta(days=ago, hours=1) + shift, status)
         for ago, status in history
     ]
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.executemany(
-            "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
-            " status, settled_at, created_at, link_no, proofs_counted)"
-            " VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, now(), 0, 0)",
-            [
-                (uuid.UUID(row.id), uuid.UUID(row_key(task_id)), n - len(rows), row.due, row.status)
-                for n, row in enumerate(rows)
-            ],
-        )
-    finally:
-        await conn.close()
+    await deployment.sql_many(
+        "INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at,"
+        " status, settled_at, created_at, link_no, proofs_counted)"
+        " VALUES ($1, $2, $3, 1, $4, $4, $4, $5, $4, $6, 0, 0)",
+        [(row.id, row_key(task_id), n - len(rows), row.due, row.status, now) for n, row in enumerate(rows)],
+    )
     return rows
 
 
-async def start_partnerships_at(database_url: str, owner_id: str, at: datetime) -> None:
+async def start_partnerships_at(deployment: Deployment, owner_id: str, at: datetime) -> None:
     """Move the start of the owner's partnerships back, as if the partners had watched since `at`."""
-    conn = await asyncpg.connect(database_url)
-    try:
-        await conn.execute(
-            "UPDATE partnerships SET responded_at = $1 WHERE user_id = $2", at, uuid.UUID(row_key(owner_id))
-        )
-    finally:
-        await conn.close()
+    await deployment.sql(
+        "UPDATE partnerships SET responded_at = $1 WHERE user_id = $2", at, row_key(owner_id)
+    )
 
 
 async def open_written(api: ApiClient, token: str, task_id: str, instance_id: str) -> Written:
@@ -78,18 +134,19 @@ async def open_written(api: ApiClient, token: str, task_id: str, instance_id: st
     return Written(row_key(instance_id), due, data["instance"]["status"])
 
 
+@both_backends
 async def test_owner_and_partner_read_the_figures_of_a_known_history(
-    api: ApiClient, database_url: str
+    api: ApiClient, deployment: Deployment
 ) -> None:
     owner, owner_id, partner, _ = await partner_pair(api)
     stranger, _ = await api.register()
     task_a, open_a = await create_open_task(api, owner, "PHOTO")
     task_b, open_b = await create_open_task(api, owner, "PHOTO")
     task_c, _ = await create_open_task(api, owner, "PHOTO")
-    rows_a = await write_history(database_url, task_a, HISTORY_A, timedelta())
-    rows_b = await write_history(database_url, task_b, HISTORY_B, timedelta(hours=2))
+    rows_a = await write_history(deployment, task_a, HISTORY_A, timedelta())
+    rows_b = await write_history(deployment, task_b, HISTORY_B, timedelta(hours=2))
     # a deleted task's misses count for nobody: the owner and the partners read the same figures
-    await write_history(database_url, task_c, [(1, "MISSED"), (0.2, "MISSED")], timedelta())
+    await write_history(deployment, task_c, [(1, "MISSED"), (0.2, "MISSED")], timedelta())
     await api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": task_c}, token=owner)
     rows_a.append(await open_written(api, owner, task_a, open_a))
     rows_b.append(await open_written(api, owner, task_b, open_b))
@@ -104,7 +161,7 @@ async def test_owner_and_partner_read_the_figures_of_a_known_history(
     assert {i["id"] for day in fresh["calendar"] for i in day["instances"]} == {open_a, open_b}
     fresh_task = (await api.execute(TASK_PROGRESS, {"id": task_a, **span}, token=partner))["task"]
     assert (fresh_task["progress"]["r90"], fresh_task["progress"]["bestStreak"]) == (None, 0)
-    await start_partnerships_at(database_url, owner_id, datetime.now(UTC) - timedelta(days=100))
+    await start_partnerships_at(deployment, owner_id, datetime.now(UTC) - timedelta(days=100))
 
     for token in (owner, partner):
         task = (await api.execute(TASK_PROGRESS, {"id": task_a, **span}, token=token))["task"]
@@ -144,7 +201,7 @@ async def expect_bad_input(
     return refused.value.field
 
 
-async def test_ranges_outside_the_limits_are_bad_input(api: ApiClient, database_url: str) -> None:
+async def test_ranges_outside_the_limits_are_bad_input(api: ApiClient, deployment: Deployment) -> None:
     token, _ = await api.register()
     task_id, _ = await create_open_task(api, token, "PHOTO")
     today = datetime.now(UTC).date()
@@ -168,7 +225,7 @@ async def test_ranges_outside_the_limits_are_bad_input(api: ApiClient, database_
 
     # more instances in a range than a calendar holds: ask a shorter range
     crowded = [(0.5 + n / 100_000, "VERIFIED") for n in range(2001)]
-    await write_history(database_url, task_id, crowded, timedelta())
+    await write_history(deployment, task_id, crowded, timedelta())
     recent = {"from": (today - timedelta(days=1)).isoformat(), "to": today.isoformat()}
     assert await expect_bad_input(api, token, recent, calendar) == "from"
     many = (await api.execute(rate, {"d": 1}, token=token))["progress"]["completionRate"]
@@ -188,7 +245,7 @@ TASKS_PROGRESS = """query($from: Date!, $to: Date!) { tasks(first: 10) { edges {
 
 
 async def test_progress_of_10_tasks_costs_the_statements_of_1(
-    counting_server: ServerProcess, database_url: str
+    counting_server: ServerProcess, deployment: Deployment
 ) -> None:
     counting = ApiClient(counting_server.url)
     today = datetime.now(UTC).date()
@@ -197,7 +254,7 @@ async def test_progress_of_10_tasks_costs_the_statements_of_1(
     ten, _ = await counting.register()
     await create_open_task(counting, one, "PHOTO")
     task_ids = [(await create_open_task(counting, ten, "PHOTO"))[0] for _ in range(10)]
-    await write_history(database_url, task_ids[0], HISTORY_A, timedelta())
+    await write_history(deployment, task_ids[0], HISTORY_A, timedelta())
 
     data_one, statements_one = await counted(counting.url, TASKS_PROGRESS, one, **span)
     data_ten, statements_ten = await counted(counting.url, TASKS_PROGRESS, ten, **span)

@@ -97,11 +97,26 @@ class Deployment:
                 return [tuple(row) for row in await conn.fetch(statement, *args)]
             finally:
                 await conn.close()
-        return await asyncio.to_thread(self._sqlite, re.sub(r"\$(\d+)", r"?\1", statement), args)
+        return await asyncio.to_thread(self._sqlite, _numbered(statement), args)
+
+    async def sql_many(self, statement: str, rows: list[tuple[object, ...]]) -> None:
+        """`statement` once for each of `rows`, in one transaction."""
+        if self.backend is Backend.POSTGRESQL:
+            conn = await asyncpg.connect(self.database)
+            try:
+                await conn.executemany(statement, rows)
+            finally:
+                await conn.close()
+            return
+        await asyncio.to_thread(self._sqlite_many, _numbered(statement), rows)
 
     def _sqlite(self, statement: str, args: tuple[object, ...]) -> list[tuple[Any, ...]]:
         with sqlite3.connect(self.database, timeout=10) as db:
             return list(db.execute(statement, [_as_sqlite_stores(a) for a in args]))
+
+    def _sqlite_many(self, statement: str, rows: list[tuple[object, ...]]) -> None:
+        with sqlite3.connect(self.database, timeout=10) as db:
+            db.executemany(statement, [[_as_sqlite_stores(a) for a in row] for row in rows])
 
 
 @asynccontextmanager
@@ -130,6 +145,10 @@ async def refusing_events_of(deployment: Deployment, instance_id: str) -> AsyncI
     finally:
         for statement in drop:
             await deployment.sql(statement)
+
+
+def _numbered(statement: str) -> str:
+    return re.sub(r"\$(\d+)", r"?\1", statement)  # $1 (PostgreSQL's) as ?1 (SQLite's)
 
 
 def _as_sqlite_stores(value: object) -> object:
