@@ -1,4 +1,5 @@
-"""Where a webhook may point: internal addresses and their refusal (shared with the embedded default)."""
+"""Where a webhook may point: internal addresses and their refusal (shared with the tests of `proofloop dev`,
+which allows local receivers and nothing more)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,17 @@
-"""Webhook registration through the real API on PostgreSQL, with production's address rules (the run's own
-server has no webhook allowance): every spelling of an internal address, every URL that could not be
-sent, the stored URL normalized, and the per-user quota under 30 concurrent registrations."""
+"""Webhook registration through the real API, with production's address rules (the run's own server has no
+webhook allowance): every spelling of an internal address, every URL that could not be sent, the stored URL
+normalized, and the per-user quota under 30 concurrent registrations (on both backends)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
 from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, row_key
+from tests.support.backends import Deployment, both_backends
 from tests.support.reminders import REGISTER_WEBHOOK
 from tests.support.webhook_addresses import INTERNAL_ADDRESSES, refusal
 
@@ -74,10 +74,9 @@ async def test_the_stored_url_is_the_normalized_one(server: ServerProcess) -> No
     assert [w["url"] for w in listed] == list(given.values())
 
 
-async def test_thirty_concurrent_registrations_store_exactly_the_quota(
-    server: ServerProcess, database_url: str
-) -> None:
-    async with ApiClient(server.url) as api:
+@both_backends
+async def test_thirty_concurrent_registrations_store_exactly_the_quota(deployment: Deployment) -> None:
+    async with deployment.client() as api:
         token, user = await api.register()
         results: list[Any] = await asyncio.gather(
             *(api.execute(REGISTER_WEBHOOK, {"url": f"https://8.8.8.8/{n}"}, token=token) for n in range(30)),
@@ -87,15 +86,9 @@ async def test_thirty_concurrent_registrations_store_exactly_the_quota(
     refused = [r for r in results if isinstance(r, GraphQLFailure)]
     assert len(stored) == 5  # PROOFLOOP_WEBHOOKS_PER_USER's default
     assert len(refused) == 25 and {r.code for r in refused} == {"CONFLICT"}
-    conn = await asyncpg.connect(database_url)
-    try:
-        rows = await conn.fetchval(
-            "SELECT count(*) FROM webhooks WHERE owner_id = $1::uuid", row_key(user["id"])
-        )
-    finally:
-        await conn.close()
+    [(rows,)] = await deployment.sql("SELECT count(*) FROM webhooks WHERE owner_id = $1", row_key(user["id"]))
     assert rows == 5
-    async with httpx.AsyncClient(base_url=server.url, timeout=5) as client:
+    async with httpx.AsyncClient(base_url=deployment.url, timeout=5) as client:
         assert (await client.get("/healthz")).status_code == 200
 
 
