@@ -14,6 +14,7 @@ from gql.transport.exceptions import TransportConnectionFailed
 from harness.mailbox import Mailbox
 from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
 from services.kit.rate_limits import AttemptWindow
+from tests.support.backends import Backend, both_backends, deployed
 from tests.support.live import close_code, live_feed
 from tests.support.passwords import DEFAULT_PASSWORD_COST
 
@@ -33,17 +34,17 @@ async def login_code(api: ApiClient, email: str, password: str, address: str) ->
     return None
 
 
+@both_backends
 async def test_concurrent_guesses_cannot_outrun_the_count_nor_lock_the_owner_out(
-    service_env: dict[str, str],
+    request: pytest.FixtureRequest, backend: Backend
 ) -> None:
-    env = {
-        **service_env,
+    settings = {
         "PROOFLOOP_LOGIN_ATTEMPTS": "3",
         "PROOFLOOP_LOGIN_BACKOFF_SECONDS": "60",
         "PROOFLOOP_TRUSTED_PROXIES": "127.0.0.1",
     }
-    with ServerProcess(env, port=free_port()) as server:
-        api = ApiClient(server.url)
+    with deployed(request, backend, settings, api_only=True) as deployment:  # counted in its Redis
+        api = deployment.client()
         name = f"owner-{uuid.uuid4().hex[:8]}"
         await api.execute(
             'mutation($e: String!, $p: String!) { register(email: $e, password: $p, displayName: "O") { token } }',

@@ -1,4 +1,5 @@
-"""Malformed input is BAD_USER_INPUT naming its field, never INTERNAL_SERVER_ERROR (PostgreSQL)."""
+"""Malformed input is BAD_USER_INPUT naming its field, never INTERNAL_SERVER_ERROR (on PostgreSQL, and on
+the embedded default where SQLite stores text and reads variables alike)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,18 @@ from harness.proofloop import (
     create_open_task,
     open_schedule,
 )
+from tests.support.backends import Deployment, both_backends
 from tests.support.input_validation import CREATE, REGISTER, expect_bad_input, post_raw, task_input
 
 UPDATE = "mutation($id: ID!, $input: UpdateTaskInput!) { updateTask(id: $id, input: $input) { id } }"
 
 
+@pytest.fixture
+def api(deployment: Deployment) -> ApiClient:
+    return deployment.client()
+
+
+@both_backends
 @pytest.mark.parametrize(
     ("timezone"),
     ["Europe", "A" * 300, "Factory", "right/Europe/Berlin", "posix/Europe/Berlin", "../etc/passwd"],
@@ -35,6 +43,7 @@ async def test_timezones_that_are_no_place(api: ApiClient, timezone: str) -> Non
     assert await expect_bad_input(api, UPDATE, patch, token) == "input.schedule.timezone"
 
 
+@both_backends
 @pytest.mark.parametrize("bad", ["nul\x00inside", "lone \ud800 surrogate", "\udfff"])
 async def test_text_the_database_cannot_store(api: ApiClient, bad: str) -> None:
     assert (
@@ -122,6 +131,7 @@ async def test_non_numbers_in_json_variables(api: ApiClient) -> None:
         assert error["extensions"] == {"code": "BAD_USER_INPUT", "field": "input.gps.center.latitude"}
 
 
+@both_backends
 async def test_variables_nested_a_thousand_deep(api: ApiClient) -> None:
     token, _ = await api.register()
     for opener, closer in (("[", "]"), ('{"a":', "}")):

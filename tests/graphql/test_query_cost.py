@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import pytest
+
 from harness.proofloop import ApiClient
+from tests.support.backends import Deployment, both_backends
 from tests.support.query_cost import ATTACK, UPCOMING_ALIASES, refused
 
 BUDGET = 20_000  # PROOFLOOP_MAX_QUERY_COST's default
 
 
+@pytest.fixture
+def api(deployment: Deployment) -> ApiClient:
+    return deployment.client()
+
+
+@both_backends
 async def test_the_upcoming_fan_out_is_refused_with_its_cost_and_the_budget(api: ApiClient) -> None:
     token, _ = await api.register()
     message = await refused(api, token, ATTACK)

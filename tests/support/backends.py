@@ -178,12 +178,13 @@ def deployed(
     *,
     workers: int = 0,
     private: bool = False,
+    api_only: bool = False,
 ) -> Iterator[Deployment]:
     """A Proofloop of a test module's own on `backend`, with `settings` over the run's, and `workers`
     worker processes of its own. On PostgreSQL its API uses the run's database and Redis, served by the
     run's worker when it has none of its own; `private` gives it a database and a redis-server of its own,
     so that no other test's worker takes its links. On the embedded default, an API and at least one
-    worker on a fresh data dir."""
+    worker on a fresh data dir. `api_only`: no worker at all, for tests of what the API alone does."""
     run_env: dict[str, str] = request.getfixturevalue("service_env")
     mailbox: Mailbox = request.getfixturevalue("mailbox")
     with ExitStack() as stack:
@@ -201,6 +202,9 @@ def deployed(
             redis_url = Settings(data_dir=data_dir).resolved_redis_url  # the one its processes share
             workers = max(workers, 1)
         server = stack.enter_context(ServerProcess(env, port=free_port()))
+        if api_only:
+            yield Deployment(backend, server, (), database, redis_url, env, mailbox)
+            return
         own = [
             stack.enter_context(WorkerProcess({**env, "PROOFLOOP_WORKER_METRICS_PORT": str(free_port())}))
             for _ in range(workers)

@@ -1,4 +1,5 @@
-"""Per-user quotas over the real API, on a server whose quotas are set small."""
+"""Per-user quotas over the real API, on a server whose quotas are set small (the races and the floods on
+both backends: SQLite serializes writers and the embedded Redis counts)."""
 
 from __future__ import annotations
 
@@ -7,32 +8,41 @@ import contextlib
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from typing import Any
 
 import aiohttp
+import httpx
 import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, create_open_task, free_port
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, create_open_task
+from tests.support.backends import Backend, Deployment, both_backends, deployed
 from tests.support.media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.support.quotas import CHECK_IN, QUOTAS, acked, open_socket
 
 SUBSCRIBE = "subscription { verificationEvents { id type } }"
+CREATE = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"
+LATER = {"title": "one more", "method": "PHOTO", "schedule": {"startsAt": "2030-01-01T07:00:00+00:00"}}
+TASK_COUNT = "{ tasks { totalCount } }"
 
 
 @pytest.fixture(scope="module")
-def small_quotas(service_env: dict[str, str]) -> Iterator[ServerProcess]:
-    with ServerProcess({**service_env, **QUOTAS}, port=free_port()) as proc:
-        yield proc
+def quotas(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Deployment]:
+    with deployed(request, backend, QUOTAS, api_only=True) as running:
+        yield running
 
 
 @pytest.fixture
-async def quota_api(small_quotas: ServerProcess) -> AsyncIterator[ApiClient]:
-    async with ApiClient(small_quotas.url) as client:
-        yield client
+def small_quotas(quotas: Deployment) -> ServerProcess:
+    return quotas.server
+
+
+@pytest.fixture
+def quota_api(quotas: Deployment) -> ApiClient:
+    return quotas.client()
 
 
 async def failure_of(api: ApiClient, document: str, variables: dict[str, Any], token: str) -> GraphQLFailure:
@@ -44,16 +54,14 @@ async def failure_of(api: ApiClient, document: str, variables: dict[str, Any], t
 async def test_tasks_per_user(quota_api: ApiClient) -> None:
     token, _ = await quota_api.register()
     ids = [(await create_open_task(quota_api, token, "PHOTO"))[0] for _ in range(3)]
-    create = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id } }"
-    value = {"title": "one more", "method": "PHOTO", "schedule": {"startsAt": "2030-01-01T07:00:00+00:00"}}
-    failure = await failure_of(quota_api, create, {"input": value}, token)
+    failure = await failure_of(quota_api, CREATE, {"input": LATER}, token)
     assert failure.code == "CONFLICT"
     assert "3 tasks" in failure.message
     # deleting one frees its place; others' quotas are their own
     await quota_api.execute("mutation($id: ID!) { deleteTask(id: $id) }", {"id": ids[0]}, token=token)
-    await quota_api.execute(create, {"input": value}, token=token)
+    await quota_api.execute(CREATE, {"input": LATER}, token=token)
     other, _ = await quota_api.register()
-    await quota_api.execute(create, {"input": value}, token=other)
+    await quota_api.execute(CREATE, {"input": LATER}, token=other)
 
 
 async def test_proof_attempts_per_instance(quota_api: ApiClient) -> None:
@@ -67,6 +75,45 @@ async def test_proof_attempts_per_instance(quota_api: ApiClient) -> None:
     assert "2 proof attempts" in failure.message
 
 
+@both_backends
+async def test_concurrent_creates_cannot_pass_the_task_quota(quota_api: ApiClient) -> None:
+    token, _ = await quota_api.register()
+
+    async def create() -> str:
+        try:
+            await quota_api.execute(CREATE, {"input": LATER}, token=token)
+        except GraphQLFailure as failure:
+            return failure.code
+        return "OK"
+
+    codes = await asyncio.gather(*(create() for _ in range(8)))
+    assert sorted(codes) == ["CONFLICT"] * 5 + ["OK"] * 3
+    assert (await quota_api.execute(TASK_COUNT, token=token))["tasks"]["totalCount"] == 3
+
+
+@both_backends
+async def test_sets_of_creates_cannot_pass_the_task_quota(quota_api: ApiClient) -> None:
+    """Documents of several createTask fields, done as one set each, counted in order against the quota."""
+    token, _ = await quota_api.register()
+    fields = " ".join(f"t{n}: createTask(input: $input) {{ id currentInstance {{ id }} }}" for n in range(2))
+    document = f"mutation($input: CreateTaskInput!) {{ {fields} }}"
+
+    async def create_set() -> list[str | None]:
+        try:
+            data = await quota_api.execute(document, {"input": LATER}, token=token)
+        except GraphQLFailure as failure:
+            assert failure.code == "CONFLICT"
+            return [str(failure.errors[0]["path"][0])]
+        assert all(data[f"t{n}"]["currentInstance"]["id"] for n in range(2))
+        return [None]
+
+    outcomes = await asyncio.gather(*(create_set() for _ in range(3)))
+    # 3 sets of 2 against a quota of 3: one set whole, one cut after its first field, one refused at once
+    assert sorted(o[0] or "" for o in outcomes) == ["", "t0", "t1"]
+    assert (await quota_api.execute(TASK_COUNT, token=token))["tasks"]["totalCount"] == 3
+
+
+@both_backends
 async def test_invites_per_day(quota_api: ApiClient) -> None:
     token, _ = await quota_api.register()
     invite = "mutation($e: String!) { invitePartner(email: $e) { id } }"
@@ -267,3 +314,58 @@ async def test_healthz_answers_while_one_user_attacks(
     assert statuses
     assert set(statuses) == {200}
     assert max(rss_peak) < RSS_BUDGET_MB, f"API RSS peaked at {max(rss_peak):.0f} MB"
+
+
+@both_backends
+async def test_a_subscription_flood_is_refused_before_validation_and_the_accepted_get_each_event(
+    small_quotas: ServerProcess, quota_api: ApiClient
+) -> None:
+    """3 sockets x 20 subscriptions sent at once, then rejected check-ins: the third socket is closed, 3
+    subscriptions are accepted and the rest refused before they are validated, each check-in reaches the
+    3, and memory stays under the budget."""
+    token, _ = await quota_api.register()
+    _, instance_id = await create_open_task(quota_api, token, "GPS")
+    sockets = [await open_socket(small_quotas, token) for _ in range(3)]
+    accepted = []
+    for socket in sockets:
+        with contextlib.suppress(websockets.ConnectionClosed, AssertionError):
+            await acked(socket)
+            accepted.append(socket)
+    assert len(accepted) == 2
+    assert [socket.close_code for socket in sockets if socket not in accepted] == [4429]
+    frames: dict[str, list[Any]] = {}
+
+    async def read(socket: ClientConnection) -> None:
+        with contextlib.suppress(websockets.ConnectionClosed):
+            async for raw in socket:
+                message = json.loads(raw)
+                frames.setdefault(str(message.get("type")), []).append(message)
+
+    subscribe_all = "subscription { verificationEvents { id type verification { status } } }"
+    for index, socket in enumerate(accepted):
+        for n in range(20):
+            payload = {"query": subscribe_all}
+            await socket.send(json.dumps({"id": f"{index}-{n}", "type": "subscribe", "payload": payload}))
+    readers = [asyncio.create_task(read(socket)) for socket in accepted]
+    peak = api_rss_mb(small_quotas)
+    async with httpx.AsyncClient(base_url=small_quotas.url, timeout=30) as client:
+        while len(frames.get("error", ())) < 37:  # 40 frames, 3 accepted
+            assert (await client.get("/healthz")).status_code == 200
+            await asyncio.sleep(0.05)
+        for _ in range(2):  # the attempt quota is 2: rejected, both stored
+            rejected = await quota_api.execute(CHECK_IN, {"i": instance_id}, token=token)
+            assert rejected["checkIn"]["status"] == "REJECTED"
+        third = await failure_of(quota_api, CHECK_IN, {"i": instance_id}, token)  # refused before judging
+        assert third.code == "CONFLICT"
+        while len(frames.get("next", ())) < 6:
+            assert (await client.get("/healthz")).status_code == 200
+            peak = max(peak, api_rss_mb(small_quotas))
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # room for any push beyond the six
+    assert {e["payload"][0]["extensions"]["code"] for e in frames["error"]} == {"RATE_LIMITED"}
+    assert len(frames["next"]) == 6  # 2 events x 3 subscriptions, and no more
+    assert peak < RSS_BUDGET_MB, f"API RSS peaked at {peak:.0f} MB"
+    for reader in readers:
+        reader.cancel()
+    for socket in accepted:
+        await socket.close()

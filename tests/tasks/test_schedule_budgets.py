@@ -1,6 +1,6 @@
-"""Hostile schedules through the real API: each gets BAD_USER_INPUT with its field,
-recurrence work never blocks the event loop, and `upcoming` is capped per request. Also the API's due
-times against the brute-force RFC 5545 expander."""
+"""Hostile schedules through the real API: each gets BAD_USER_INPUT with its field and stores nothing,
+recurrence work holds neither the event loop nor another user's write (SQLite's one writer included), and
+`upcoming` is capped per request. Also the API's due times against the brute-force RFC 5545 expander."""
 
 from __future__ import annotations
 
@@ -11,11 +11,23 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task
+from tests.support.backends import Backend, Deployment, both_backends, deployed
+from tests.support.quotas import CHECK_IN
 from tests.support.rfc5545_oracle import Parts, expand
 from tests.support.schedule_budgets import CREATE, MONTHLY_EVERY_MINUTE, refusal, task_input
 
+# never occurs, but proving it walks every Monday up to the year 9998: about 13.6 million steps
+COSTLY_RULE = "FREQ=HOURLY;INTERVAL=168;BYDAY=MO"
+TASK_COUNT = "{ tasks { totalCount } }"
 
+
+@pytest.fixture
+def api(deployment: Deployment) -> ApiClient:
+    return deployment.client()
+
+
+@both_backends
 @pytest.mark.parametrize(
     ("rrule", "starts_at", "field", "fragment"),
     [
@@ -37,12 +49,7 @@ from tests.support.schedule_budgets import CREATE, MONTHLY_EVERY_MINUTE, refusal
             "input.schedule.rrule",
             "denser than the recurrence budget",
         ),
-        (
-            "FREQ=HOURLY;INTERVAL=168;BYDAY=MO",
-            "2026-01-01T00:00:00+00:00",
-            "input.schedule.rrule",
-            "too costly",
-        ),
+        (COSTLY_RULE, "2026-01-01T00:00:00+00:00", "input.schedule.rrule", "too costly"),
         ("FREQ=YEARLY;BYMONTH=12;BYDAY=8MO", "2026-12-07T00:00:00+00:00", "input.schedule.rrule", "BYDAY"),
         ("FREQ=DAILY;COUNT=\uff13", "2026-12-07T00:00:00+00:00", "input.schedule.rrule", "ASCII"),
         ("FREQ=DAILY;;;", "2026-12-07T00:00:00+00:00", "input.schedule.rrule", "cannot parse"),
@@ -55,8 +62,10 @@ async def test_hostile_rules_are_bad_user_input(
     failure = await refusal(api, token, rrule, starts_at)
     assert (failure.code, failure.field) == ("BAD_USER_INPUT", field)
     assert fragment in failure.message
+    assert (await api.execute(TASK_COUNT, token=token))["tasks"]["totalCount"] == 0
 
 
+@both_backends
 async def test_upcoming_is_capped_per_request(api: ApiClient) -> None:
     token, _ = await api.register()
     await api.execute(CREATE, {"input": task_input("FREQ=DAILY", "2030-01-01T07:00:00+00:00")}, token=token)
@@ -69,34 +78,42 @@ async def test_upcoming_is_capped_per_request(api: ApiClient) -> None:
     assert len(page["tasks"]["edges"][0]["node"]["u4"]) == 100
 
 
-@pytest.fixture
-def slow_budget_server(service_env: dict[str, str]) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="module")
+def slow_budget(request: pytest.FixtureRequest, backend: Backend) -> Iterator[Deployment]:
     """An API whose recurrence budget lets one hostile rule run for seconds: long enough to watch."""
-    env = {
-        **service_env,
-        # seconds of work, three quarters of the hostile rule's whole search (about 12M steps)
+    settings = {
+        # seconds of work, three quarters of the hostile rule's whole search (about 12M steps): the steps
+        # run out before the search ends on any machine
         "PROOFLOOP_RECURRENCE_MAX_STEPS": "9000000",
         "PROOFLOOP_RECURRENCE_MAX_SECONDS": "600",  # the backstop: the steps decide, on any machine
     }
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc
+    with deployed(request, backend, settings, api_only=True) as running:
+        yield running
 
 
-async def test_healthz_answers_while_a_costly_rule_is_expanded(slow_budget_server: ServerProcess) -> None:
-    async with ApiClient(slow_budget_server.url) as api:
-        token, _ = await api.register()
-        attack = asyncio.create_task(
-            refusal(api, token, "FREQ=HOURLY;INTERVAL=168;BYDAY=MO", "2026-01-01T00:00:00+00:00")
-        )
+@both_backends
+async def test_a_costly_rule_holds_neither_the_loop_nor_another_users_write(slow_budget: Deployment) -> None:
+    async with slow_budget.client() as api:
+        attacker, _ = await api.register()
+        bystander, _ = await api.register()
+        attack = asyncio.create_task(refusal(api, attacker, COSTLY_RULE, "2026-01-01T00:00:00+00:00"))
         answered = 0
         async with httpx.AsyncClient(base_url=api.url, timeout=30) as client:
+            while answered < 3 and not attack.done():  # the expansion is under way
+                answered += (await client.get("/healthz")).status_code == 200
+                await asyncio.sleep(0.05)
+            _, instance_id = await create_open_task(api, bystander, "GPS")
+            rejected = await api.execute(CHECK_IN, {"i": instance_id}, token=bystander)
+            written_during_attack = not attack.done()
             while not attack.done():
-                if (await client.get("/healthz")).status_code == 200 and not attack.done():
-                    answered += 1
+                answered += (await client.get("/healthz")).status_code == 200
                 await asyncio.sleep(0.05)
         failure = await attack
+        assert (await api.execute(TASK_COUNT, token=attacker))["tasks"]["totalCount"] == 0
     assert (failure.code, failure.field) == ("BAD_USER_INPUT", "input.schedule.rrule")
     assert "too costly" in failure.message
+    assert rejected["checkIn"]["status"] == "REJECTED"
+    assert written_during_attack, "another user's task and check-in waited for the hostile rule"
     # the search ran for seconds in a worker thread: the loop kept serving health checks meanwhile
     assert answered >= 3
 
