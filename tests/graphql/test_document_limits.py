@@ -7,15 +7,15 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
 import pytest
 
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, free_port, migrated_sqlite
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess
+from tests.support.backends import Deployment, both_backends
 from tests.support.media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.support.quotas import acked, open_socket
 
@@ -35,20 +35,9 @@ def fragment_bomb(levels: int = 30, on: str = "User", head: str = "query { nosuc
     return f"{head} {chain} fragment F{levels} on {on} {{ id }}"
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    data_dir: Path = tmp_path_factory.mktemp("embedded-documents")
-    env = {"PROOFLOOP_DATA_DIR": str(data_dir), "PROOFLOOP_SECRET_KEY": "k"}
-    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc
-
-
-@pytest.fixture(params=["postgres", "embedded"])
-def deployment(request: pytest.FixtureRequest) -> ServerProcess:
-    name = "server" if request.param == "postgres" else "embedded"
-    server: ServerProcess = request.getfixturevalue(name)
-    return server
+@pytest.fixture
+def target(deployment: Deployment) -> ServerProcess:
+    return deployment.server
 
 
 @asynccontextmanager
@@ -129,36 +118,38 @@ async def gathered(calls: list[Callable[[], Awaitable[T]]], at_once: int = 4) ->
     return await asyncio.gather(*(one(call) for call in calls))
 
 
-async def test_the_fragment_bomb_is_refused_on_every_transport(deployment: ServerProcess) -> None:
-    async with ApiClient(deployment.url) as api:
+@both_backends
+async def test_the_fragment_bomb_is_refused_on_every_transport(target: ServerProcess) -> None:
+    async with ApiClient(target.url) as api:
         token, _ = await api.register()
     bomb = fragment_bomb(30)  # 2^30 expansions
     email = f"bomb-{uuid.uuid4().hex[:8]}@example.com"
-    async with healthz_watched(deployment):
+    async with healthz_watched(target):
         anonymous = "over the limit of 500 (PROOFLOOP_ANONYMOUS_MAX_DOCUMENT_FIELDS)"
-        assert anonymous in refusal(await post(deployment, bomb), 200, "GRAPHQL_VALIDATION_FAILED")
-        assert anonymous in refusal(await get(deployment, bomb), 200, "GRAPHQL_VALIDATION_FAILED")
+        assert anonymous in refusal(await post(target, bomb), 200, "GRAPHQL_VALIDATION_FAILED")
+        assert anonymous in refusal(await get(target, bomb), 200, "GRAPHQL_VALIDATION_FAILED")
         signed_in = "over the limit of 2000 (PROOFLOOP_MAX_DOCUMENT_FIELDS)"
-        assert signed_in in refusal(await post(deployment, bomb, token), 200, "GRAPHQL_VALIDATION_FAILED")
+        assert signed_in in refusal(await post(target, bomb, token), 200, "GRAPHQL_VALIDATION_FAILED")
         subscription = fragment_bomb(30, "VerificationEvent", "subscription { verificationEvents { ...F0 } }")
-        error = await over_websocket(deployment, token, subscription)
+        error = await over_websocket(target, token, subscription)
         assert error["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
         assert signed_in in error["message"]
         # a mutation carrying the bomb stores nothing: the same address registers afterwards
         mutation = fragment_bomb(30, head=REGISTER.replace("...F0", "user { ...F0 }"))
-        answer = await post(deployment, mutation, variables={"e": email})
+        answer = await post(target, mutation, variables={"e": email})
         assert "PROOFLOOP_ANONYMOUS_MAX_DOCUMENT_FIELDS" in refusal(answer, 200, "GRAPHQL_VALIDATION_FAILED")
-    async with ApiClient(deployment.url) as api:
+    async with ApiClient(target.url) as api:
         data = await api.execute(REGISTER.replace("...F0", "user { email }"), {"e": email})
     assert data["register"]["user"]["email"] == email
 
 
-async def test_hundreds_of_distinct_maximum_size_documents(deployment: ServerProcess) -> None:
+@both_backends
+async def test_hundreds_of_distinct_maximum_size_documents(target: ServerProcess) -> None:
     """Half are refused after parsing (~4,800 tokens of aliases each), half pass and are kept: neither
     grows the API's memory past its budget. The document cache holds about ten documents this size (32 MiB
     at 200 bytes a character), so 120 kept ones turn it over a dozen times; the thousand-document form, with
     /healthz latencies, is `python -m bench.abuse_documents`."""
-    async with ApiClient(deployment.url) as api:
+    async with ApiClient(target.url) as api:
         token, _ = await api.register()
     limit = 16 * 1024
 
@@ -173,55 +164,58 @@ async def test_hundreds_of_distinct_maximum_size_documents(deployment: ServerPro
         return head + "x" * (limit - len(head))
 
     def attack(n: int) -> Callable[[], Awaitable[tuple[int, dict[str, Any]]]]:
-        return lambda: post(deployment, heavy(n) if n % 2 else valid(n), token)
+        return lambda: post(target, heavy(n) if n % 2 else valid(n), token)
 
     assert len(heavy(1).encode()) <= limit and len(valid(2).encode()) == limit
-    async with healthz_watched(deployment):
+    async with healthz_watched(target):
         answers = await gathered([attack(n) for n in range(DISTINCT_DOCUMENTS)])
     for refused in answers[1::2]:
         assert "aliases, over the limit of 30" in refusal(refused, 200, "GRAPHQL_VALIDATION_FAILED")
     assert all(status == 200 and body["data"]["me"]["id"] for status, body in answers[::2])
 
 
+@both_backends
 async def test_a_mebibyte_of_unused_fragments_is_refused_before_it_is_parsed(
-    deployment: ServerProcess,
+    target: ServerProcess,
 ) -> None:
-    async with ApiClient(deployment.url) as api:
+    async with ApiClient(target.url) as api:
         token, _ = await api.register()
     fragments = " ".join(f"fragment U{n:05} on User {{ id }}" for n in range(33_000))
     document = f"{{ me {{ id }} }} {fragments}"
     assert 1_000_000 < len(document) < 1024 * 1024 - 100  # the body itself is within its 1 MiB cap
-    async with healthz_watched(deployment):
-        message = refusal(await post(deployment, document, token), 413, "PAYLOAD_TOO_LARGE")
+    async with healthz_watched(target):
+        message = refusal(await post(target, document, token), 413, "PAYLOAD_TOO_LARGE")
         assert "over the limit of 16384 (PROOFLOOP_MAX_DOCUMENT_BYTES)" in message
-        message = refusal(await post(deployment, document), 413, "PAYLOAD_TOO_LARGE")
+        message = refusal(await post(target, document), 413, "PAYLOAD_TOO_LARGE")
         assert "over the limit of 4096 (PROOFLOOP_ANONYMOUS_MAX_DOCUMENT_BYTES)" in message
 
 
-async def test_duplicate_fields_under_an_empty_page(deployment: ServerProcess) -> None:
-    async with ApiClient(deployment.url) as api:
+@both_backends
+async def test_duplicate_fields_under_an_empty_page(target: ServerProcess) -> None:
+    async with ApiClient(target.url) as api:
         token, _ = await api.register()
 
     def duplicates(n: int) -> str:
         return "{ tasks(first: 0) { edges { node { " + " id" * n + " } } } }"
 
-    async with healthz_watched(deployment):
-        message = refusal(await post(deployment, duplicates(40_000), token), 413, "PAYLOAD_TOO_LARGE")
+    async with healthz_watched(target):
+        message = refusal(await post(target, duplicates(40_000), token), 413, "PAYLOAD_TOO_LARGE")
         assert "(PROOFLOOP_MAX_DOCUMENT_BYTES)" in message
-        message = refusal(await post(deployment, duplicates(5000), token), 200, "GRAPHQL_VALIDATION_FAILED")
+        message = refusal(await post(target, duplicates(5000), token), 200, "GRAPHQL_VALIDATION_FAILED")
         assert "more than 5000 tokens (PROOFLOOP_MAX_DOCUMENT_TOKENS)" in message
         # as many as the size and tokens let through: counted, refused before the spec's rules compare them
-        message = refusal(await post(deployment, duplicates(1900), token), 200, "GRAPHQL_VALIDATION_FAILED")
+        message = refusal(await post(target, duplicates(1900), token), 200, "GRAPHQL_VALIDATION_FAILED")
         assert "`id` selected 1900 times in one selection set, over the limit of 20" in message
-        message = refusal(await post(deployment, duplicates(2100), token), 200, "GRAPHQL_VALIDATION_FAILED")
+        message = refusal(await post(target, duplicates(2100), token), 200, "GRAPHQL_VALIDATION_FAILED")
         assert "selects 2103 fields" in message and "(PROOFLOOP_MAX_DOCUMENT_FIELDS)" in message
 
 
 @pytest.mark.parametrize("size", ["0", "-5"])
+@both_backends
 async def test_an_empty_or_negative_page_still_prices_what_is_under_it(
-    deployment: ServerProcess, size: str
+    target: ServerProcess, size: str
 ) -> None:
-    async with ApiClient(deployment.url) as api:
+    async with ApiClient(target.url) as api:
         token, _ = await api.register()
         document = f"{{ tasks(first: {size}) {{ edges {{ node {{ {COSTLY_UNDER} }} }} }} }}"
         with pytest.raises(GraphQLFailure) as failure:
@@ -230,9 +224,10 @@ async def test_an_empty_or_negative_page_still_prices_what_is_under_it(
     assert "exceeds the budget of 20000" in failure.value.message
 
 
-async def test_ordinary_and_introspection_documents_still_run_anonymously(deployment: ServerProcess) -> None:
+@both_backends
+async def test_ordinary_and_introspection_documents_still_run_anonymously(target: ServerProcess) -> None:
     from graphql import get_introspection_query
 
     introspection = get_introspection_query(descriptions=True, specified_by_url=True)
-    status, body = await post(deployment, introspection)
+    status, body = await post(target, introspection)
     assert status == 200 and "errors" not in body and body["data"]["__schema"]["queryType"]

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,10 +18,9 @@ from harness.proofloop import (
     GraphQLFailure,
     ServerProcess,
     create_open_task,
-    free_port,
-    migrated_sqlite,
     open_schedule,
 )
+from tests.support.backends import Deployment, both_backends
 
 # The bodies a GraphQL request must never be: every JSON kind but an object, and bytes that are not UTF-8.
 NON_OBJECT_BODIES = [b'"{ __typename }"', b"1", b"-1.5e3", b"null", b"true", b"false", b"[]", b"  \r\n", b""]
@@ -51,23 +48,9 @@ TASK = "query($id: ID!) { task(id: $id) { schedule { startsAt rrule } currentIns
 TASK_COUNT = "{ tasks(first: 100) { edges { node { id } } } }"
 
 
-@pytest.fixture(scope="module")
-def embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """The embedded default: a SQLite file and an embedded Redis under a data dir of its own."""
-    data_dir: Path = tmp_path_factory.mktemp("embedded-malformed")
-    env = {
-        "PROOFLOOP_DATA_DIR": str(data_dir),
-        "PROOFLOOP_SECRET_KEY": "k",
-        "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
-    }
-    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc
-
-
-@pytest.fixture(params=["postgres", "embedded"])
-def target(request: pytest.FixtureRequest, server: ServerProcess) -> ServerProcess:
-    return server if request.param == "postgres" else request.getfixturevalue("embedded")
+@pytest.fixture
+def target(deployment: Deployment) -> ServerProcess:
+    return deployment.server
 
 
 class KeptAliveConnection:
@@ -104,7 +87,9 @@ async def assert_still_serving(connection: KeptAliveConnection) -> None:
     assert (status, body) == (200, {"data": {"__typename": "Query"}})
 
 
+@both_backends
 @pytest.mark.parametrize("body", NON_OBJECT_BODIES + NOT_UTF8_BODIES)
+@both_backends
 async def test_a_body_that_is_no_json_object_is_refused_and_the_connection_kept(
     target: ServerProcess, body: bytes
 ) -> None:
@@ -118,6 +103,7 @@ async def test_a_body_that_is_no_json_object_is_refused_and_the_connection_kept(
     connection.writer.close()
 
 
+@both_backends
 async def test_a_wrong_content_type_is_refused_and_the_connection_kept(target: ServerProcess) -> None:
     connection = await kept_alive(target)
     for content_type in ("text/plain", "application/x-www-form-urlencoded", "application/graphql"):
@@ -128,6 +114,7 @@ async def test_a_wrong_content_type_is_refused_and_the_connection_kept(target: S
     connection.writer.close()
 
 
+@both_backends
 async def test_multipart_operations_that_are_no_object_are_refused(target: ServerProcess) -> None:
     api = ApiClient(target.url)
     token, _ = await api.register()
@@ -145,7 +132,9 @@ async def tasks_of(api: ApiClient, token: str) -> list[str]:
     return [edge["node"]["id"] for edge in (await api.execute(TASK_COUNT, token=token))["tasks"]["edges"]]
 
 
+@both_backends
 @pytest.mark.parametrize("rrule", [None, "FREQ=DAILY", "FREQ=YEARLY"])
+@both_backends
 async def test_out_of_range_dates_are_bad_input_naming_the_field(
     target: ServerProcess, rrule: str | None
 ) -> None:
@@ -182,6 +171,7 @@ async def test_out_of_range_dates_are_bad_input_naming_the_field(
     assert (await api.execute(TASK, {"id": task_id}, token=token))["task"] == before  # nothing changed
 
 
+@both_backends
 async def test_out_of_range_recorded_at_is_bad_input(target: ServerProcess) -> None:
     api = ApiClient(target.url)
     token, _ = await api.register()

@@ -26,13 +26,13 @@ from harness.proofloop import (
     file_var,
     free_port,
     migrated_database,
-    migrated_sqlite,
     open_schedule,
     partner_pair,
     upload,
 )
 from rules.photo import inspect_photo
 from storage import FileBlobStore
+from tests.support.backends import Deployment, both_backends
 from tests.support.media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.support.proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
 from tests.support.reviews import request_review
@@ -50,31 +50,6 @@ def webp_bomb() -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (6400, 6250), (10, 20, 30)).save(out, "WEBP", lossless=True)
     return out.getvalue()
-
-
-@pytest.fixture(scope="module")
-def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
-    """The embedded default: a SQLite file and an embedded Redis under a data dir of its own."""
-    data_dir = tmp_path_factory.mktemp("embedded-media")
-    env = {
-        "PROOFLOOP_DATA_DIR": str(data_dir),
-        "PROOFLOOP_SECRET_KEY": "test-secret-key",
-        "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
-    }
-    migrated_sqlite(data_dir)  # no PROOFLOOP_DATABASE_URL: the SQLite file under the data dir
-    with ServerProcess(env, port=free_port()) as proc:
-        yield proc, data_dir
-
-
-@pytest.fixture(params=["postgres", "embedded"])
-def deployment(
-    request: pytest.FixtureRequest, server: ServerProcess, data_dir: Path
-) -> tuple[ApiClient, ServerProcess, Path]:
-    """The attack's target: the PostgreSQL + Redis server of the run, or the embedded default."""
-    if request.param == "postgres":
-        return ApiClient(server.url), server, data_dir
-    embedded, embedded_dir = request.getfixturevalue("embedded_server")
-    return ApiClient(embedded.url), embedded, embedded_dir
 
 
 async def verifications_of(api: ApiClient, token: str, instance_id: str) -> dict[str, Any]:
@@ -112,10 +87,11 @@ async def test_ten_upload_aliases_are_refused_before_anything_is_decoded(
     assert media_files(data_dir) == before
 
 
+@both_backends
 async def test_webp_bombs_are_refused_from_the_header_within_the_memory_budget(
-    deployment: tuple[ApiClient, ServerProcess, Path],
+    deployment: Deployment,
 ) -> None:
-    api, server, data_dir = deployment
+    api, server, data_dir = deployment.client(), deployment.server, deployment.data_dir
     bomb = webp_bomb()
     assert len(bomb) < 4096
     token, _ = await api.register()
@@ -155,10 +131,11 @@ def video_of_40_megapixels() -> bytes:
     return media_factory.large_frame_clip((6400, 6240))
 
 
+@both_backends
 async def test_a_40_megapixel_video_is_refused_from_its_header_within_the_memory_budget(
-    deployment: tuple[ApiClient, ServerProcess, Path], video_of_40_megapixels: bytes
+    deployment: Deployment, video_of_40_megapixels: bytes
 ) -> None:
-    api, server, data_dir = deployment
+    api, server, data_dir = deployment.client(), deployment.server, deployment.data_dir
     token, _ = await api.register()
     instances = [(await create_open_task(api, token, "VIDEO"))[1] for _ in range(2)]
     before = media_files(data_dir)
@@ -251,10 +228,11 @@ async def test_sei_user_data_does_not_reach_the_partners_copy(api: ApiClient) ->
     assert b"GPS" not in served.content
 
 
+@both_backends
 async def test_a_failed_thumbnail_write_leaves_no_clean_copy_and_no_row(
-    deployment: tuple[ApiClient, ServerProcess, Path],
+    deployment: Deployment,
 ) -> None:
-    api, _, data_dir = deployment
+    api, data_dir = deployment.client(), deployment.data_dir
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     data = media_factory.photo(113)
@@ -398,10 +376,11 @@ async def test_a_body_trickling_in_across_closes_at_is_judged_at_its_arrival(
     assert (proof["status"], proof["reason"], proof["instance"]["status"]) == ("ACCEPTED", None, "VERIFIED")
 
 
+@both_backends
 async def test_a_proof_that_loses_the_race_leaves_no_files(
-    deployment: tuple[ApiClient, ServerProcess, Path],
+    deployment: Deployment,
 ) -> None:
-    api, _, data_dir = deployment
+    api, data_dir = deployment.client(), deployment.data_dir
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     photos = [media_factory.photo(160 + i, size=(800, 600)) for i in range(3)]

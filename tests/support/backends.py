@@ -76,6 +76,10 @@ class Deployment:
     def url(self) -> str:
         return self.server.url
 
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.env["PROOFLOOP_DATA_DIR"])
+
     def client(self) -> ApiClient:
         return ApiClient(self.url, self.mailbox)
 
