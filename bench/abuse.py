@@ -1,4 +1,4 @@
-"""Issue 9's non-media attacks, each run against an API whose limits are set out of reach ("before") and
+"""The non-media attacks of the threat review, each run against an API whose limits are set out of reach ("before") and
 one on the default settings ("after"), printing for each: the API's CPU seconds, its peak RSS, the event
 loop's worst stall (the slowest /healthz answer while the attack ran), and how long another user's ordinary
 requests took meanwhile (p50 / max).

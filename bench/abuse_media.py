@@ -30,13 +30,6 @@ from harness.proofloop import (
 
 SUBMIT_PHOTO = "mutation($id: ID!, $p: Upload!) { submitPhoto(instanceId: $id, photo: $p) { status reason } }"
 SUBMIT_VIDEO = "mutation($id: ID!, $v: Upload!) { submitVideo(instanceId: $id, video: $v) { status reason } }"
-# What was measured before these budgets, on this machine (for reading beside the figures here).
-BEFORE = {
-    "4 WebP bombs at once": "RSS 165 MB -> 2.8 GB",
-    "document with 10 submitPhoto aliases": "14 s CPU",
-    "heavy video outside the window": "40 s CPU, then OUTSIDE_WINDOW",
-    "2 s clip claiming 1800 s (min 1200 s)": "ACCEPTED",
-}
 
 
 @dataclass
@@ -172,13 +165,13 @@ async def scenario(env: BenchEnv) -> None:
         ]
         say(f"API process {server.proc.pid if server.proc else '?'}; each row measured in this run")
         print(
-            f"{'attack':56} {'outcome':44} {'CPU s':>6} {'RSS peak MB':>11} {'max /healthz ms':>15}  before"
+            f"{'attack':56} {'outcome':44} {'CPU s':>6} {'RSS peak MB':>11} {'max /healthz ms':>15}"
         )
         for label, attack in rows:
             figures = await measure(server, attack)
             print(
                 f"{label:56} {figures.outcome[:44]:44} {figures.cpu_seconds:6.2f} {figures.rss_peak_mb:11.0f}"
-                f" {figures.healthz_max_ms:15.0f}  {BEFORE.get(label, '')}"
+                f" {figures.healthz_max_ms:15.0f}"
             )
 
 

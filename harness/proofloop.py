@@ -325,26 +325,6 @@ class WorkerProcess(_Process):
         raise RuntimeError(f"worker did not start:\n{self.log()}")
 
 
-@contextmanager
-def embedded_running(data_dir: Path, extra: dict[str, str] | None = None) -> Iterator[str]:
-    """The embedded default as `proofloop dev` runs it, with dev's defaults: the SQLite file and a
-    redis-server under `data_dir`, an API and a worker; its URL. Started as `serve` and `worker` (forked in
-    the test run) rather than as `dev`, which starts three interpreters afresh and migrates: for the tests of
-    the embedded mode that do not test `dev` itself."""
-    from cli import DEV_DEFAULTS
-
-    env = {
-        **DEV_DEFAULTS,
-        "PROOFLOOP_DATA_DIR": str(data_dir),
-        "PROOFLOOP_MIN_INTERVAL_SECONDS": "1",
-        "PROOFLOOP_WORKER_METRICS_PORT": "0",
-        **(extra or {}),
-    }
-    migrated_sqlite(data_dir)
-    with ServerProcess(env, port=free_port()) as server, WorkerProcess(env):
-        yield server.url
-
-
 class GraphQLFailure(Exception):
     def __init__(self, errors: list[dict[str, Any]]) -> None:
         super().__init__(errors)
