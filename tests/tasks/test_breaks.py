@@ -63,6 +63,18 @@ async def schedule(api: ApiClient, token: str, starts: date, ends: date, task_id
     return breaks
 
 
+def every_three_seconds() -> dict[str, Any]:
+    """A schedule due every 3 s from 2 s on, a second of window and no grace: a deadline to watch."""
+    starts = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    return {
+        "startsAt": starts.isoformat(),
+        "rrule": "FREQ=SECONDLY;INTERVAL=3",
+        "timezone": "UTC",
+        "windowSeconds": 1,
+        "graceSeconds": 0,
+    }
+
+
 @both_backends
 async def test_a_break_cancels_the_open_instance_inside_it_and_the_streak_survives(api: ApiClient) -> None:
     owner, _, partner, _ = await partner_pair(api)
@@ -96,14 +108,7 @@ async def test_a_task_with_a_break_ahead_is_settled_at_each_deadline_and_keeps_i
 ) -> None:
     token, _ = await api.register()
     # every 3 s, with a break tomorrow: each instance is MISSED at its deadline and the next planned
-    starts = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
-    rule = {
-        "startsAt": starts.isoformat(),
-        "rrule": "FREQ=SECONDLY;INTERVAL=3",
-        "timezone": "UTC",
-        "windowSeconds": 1,
-        "graceSeconds": 0,
-    }
+    rule = every_three_seconds()
     task_id, first_id = await create_open_task(api, token, "GPS", rule)
     tomorrow = day_in(datetime.now(UTC)) + timedelta(days=1)
     await schedule(api, token, tomorrow, tomorrow, task_id)
@@ -119,14 +124,7 @@ async def test_a_task_with_a_break_ahead_is_settled_at_each_deadline_and_keeps_i
 async def test_under_a_horizon_a_break_applies_from_the_horizons_end(api: ApiClient) -> None:
     token, _ = await api.register()
     # every 3 s: the open instance is due inside the horizon (one 4 s day) and the next ones after it
-    starts = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
-    rule = {
-        "startsAt": starts.isoformat(),
-        "rrule": "FREQ=SECONDLY;INTERVAL=3",
-        "timezone": "UTC",
-        "windowSeconds": 1,
-        "graceSeconds": 0,
-    }
+    rule = every_three_seconds()
     task_id, _ = await create_open_task(api, token, "GPS", rule)
     await api.execute(HORIZON, {"d": 1}, token=token)
     today = day_in(datetime.now(UTC))
