@@ -518,6 +518,16 @@ class Settings(BaseSettings):
         ),
     )
     worker_threads: int = Field(default=8, description="Dramatiq threads per worker process.")
+    worker_poll_milliseconds: int = Field(
+        default=100,
+        ge=10,
+        le=10_000,
+        description=(
+            "How often an idle worker process polls its queues: the precision of delayed links (p50 "
+            "lateness about 70 ms at 100) against idle CPU (about 6 % of a core per process, Redis included, "
+            "at 100; 3 % at 250)."
+        ),
+    )
 
     # == Webhooks
     webhooks_per_user: int = Field(

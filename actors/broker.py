@@ -10,9 +10,6 @@ from actors.sturdy_redis import SturdyRedisBroker
 from realtime.redis_options import RedisTimeouts
 from services.kit import CHAIN_QUEUE
 
-# Precision: idle workers poll the delay queue this often (ms); the default 1000 ms costs ~0.6 s p50.
-WORKER_TIMEOUT_MS = 100
-
 
 def configure_broker(
     redis_url: str,

@@ -1,4 +1,5 @@
-"""How often an idle worker polls its queues: the precision of every delayed chain link."""
+"""How often an idle worker polls its queues: the precision of every delayed chain link
+(PROOFLOOP_WORKER_POLL_MILLISECONDS; Dramatiq's own default, 1000 ms, costs ~0.6 s of lateness p50)."""
 
 from __future__ import annotations
 

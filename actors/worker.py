@@ -8,7 +8,7 @@ import signal
 
 from dramatiq.middleware.asyncio import AsyncIO
 
-from actors.broker import WORKER_TIMEOUT_MS, configure_broker
+from actors.broker import configure_broker
 from actors.database import WorkerDatabase
 from actors.mail_sweep import MailSweep
 from actors.notices import WorkerNotices
@@ -33,7 +33,7 @@ policies = worker_policies(settings, blob_store(settings), archive_store(setting
 broker = configure_broker(
     settings.resolved_redis_url,
     [
-        PollInterval(WORKER_TIMEOUT_MS),
+        PollInterval(settings.worker_poll_milliseconds),
         PolicyHolder(policies),
         AsyncIO(),  # the one event-loop thread every async actor and resource below runs on
         WorkerDatabase(settings),

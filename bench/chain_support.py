@@ -37,7 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from actors.broker import WORKER_TIMEOUT_MS  # noqa: E402
+from settings import Settings  # noqa: E402
+
+WORKER_TIMEOUT_MS = Settings.model_fields["worker_poll_milliseconds"].default  # the workers' default
 
 PG_ADMIN_URL = os.environ.get("PROOFLOOP_BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 REDIS_SERVER = os.environ.get("PROOFLOOP_BENCH_REDIS_SERVER", "/usr/bin/redis-server")
