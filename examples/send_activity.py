@@ -1,11 +1,12 @@
 """Report an activity to a Proofloop INTEGRATION task: the connector a CI job, a cron entry or a phone
 shortcut (through a tiny relay) calls when the thing it proves has happened. Standard library only.
 
-    python examples/send_activity.py --url '<endpointUrl>' --secret '<secret>' \\
+    python examples/send_activity.py --url '<endpointUrl>' --secret='<secret>' \\
         --type run --duration 1800 --distance 5200
 
-`endpointUrl` and `secret` are what `connectIntegration(taskId:)` answered. Each call sends one event:
-{"id", "occurredAt", "type", "durationSeconds", "distanceMeters", "source"}, signed with
+`endpointUrl` and `secret` are what `connectIntegration(taskId:)` answered (pass the secret as
+`--secret=...`: one secret in 64 starts with "-", which a separate argument would read as an option).
+Each call sends one event: {"id", "occurredAt", "type", "durationSeconds", "distanceMeters", "source"}, signed with
 X-Proofloop-Timestamp and X-Proofloop-Signature: sha256=HMAC-SHA256(secret, "<timestamp>." + body).
 --id defaults to a new one; pass your own (a workout's id, a CI run's id) so a retried call is recognized
 as the same event (HTTP 409 with the proof it made) rather than proving twice. --occurred-at defaults to
@@ -14,7 +15,7 @@ signature. Exit status: 0 when the event was recorded (accepted or not: the answ
 
 In a CI job, after the step that must pass:
 
-    python send_activity.py --url "$PROOFLOOP_ENDPOINT" --secret "$PROOFLOOP_SECRET" \\
+    python send_activity.py --url "$PROOFLOOP_ENDPOINT" --secret="$PROOFLOOP_SECRET" \\
         --type build --id "$CI_PIPELINE_ID" --source ci
 """
 

@@ -361,8 +361,7 @@ async def test_the_example_connector_proves_once_and_recognizes_its_retry(
         str(ROOT / "examples" / "send_activity.py"),
         "--url",
         sender.url,
-        "--secret",
-        sender.secret,
+        f"--secret={sender.secret}",  # one secret in 64 starts with "-"
         "--type",
         "Run",
         "--duration",
