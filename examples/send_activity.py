@@ -6,8 +6,9 @@ shortcut (through a tiny relay) calls when the thing it proves has happened. Sta
 
 `endpointUrl` and `secret` are what `connectIntegration(taskId:)` answered (pass the secret as
 `--secret=...`: one secret in 64 starts with "-", which a separate argument would read as an option).
-Each call sends one event: {"id", "occurredAt", "type", "durationSeconds", "distanceMeters", "source"}, signed with
-X-Proofloop-Timestamp and X-Proofloop-Signature: sha256=HMAC-SHA256(secret, "<timestamp>." + body).
+Each call sends one event: {"id", "occurredAt", "type", "durationSeconds", "distanceMeters", "source"},
+signed with X-Proofloop-Timestamp and
+X-Proofloop-Signature: sha256=HMAC-SHA256(secret, "<timestamp>." + body).
 --id defaults to a new one; pass your own (a workout's id, a CI run's id) so a retried call is recognized
 as the same event (HTTP 409 with the proof it made) rather than proving twice. --occurred-at defaults to
 now (the activity just ended). A network failure or a 5xx is retried with the same id and a fresh
