@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from harness.mailbox import Mailbox
-from harness.proofloop import ROOT, ApiClient, ServerProcess, WorkerProcess, free_port
+from harness.proofloop import ROOT, ApiClient, ServerProcess, WorkerProcess, free_port, local_http
 from tests.support.live import make_partners, start_missing_task, wait_for_history
 
 CLIENTS = ROOT / "tests" / "clients"
@@ -110,7 +110,7 @@ async def multipart_stream(
 
     async def read() -> None:
         async with (
-            httpx.AsyncClient(timeout=None) as http,
+            local_http(timeout=None) as http,
             http.stream(
                 "POST",
                 f"{server.url}/graphql",
@@ -186,7 +186,7 @@ async def test_sse_sends_heartbeats(streams_api: ServerProcess) -> None:
     async with ApiClient(streams_api.url) as own:
         token, _ = await own.register()
     async with (
-        httpx.AsyncClient(timeout=10) as http,
+        local_http(timeout=10) as http,
         http.stream(
             "POST",
             f"{streams_api.url}/graphql",

@@ -11,10 +11,9 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from harness.proofloop import ROOT, ApiClient, ServerProcess, free_port
+from harness.proofloop import ROOT, ApiClient, ServerProcess, free_port, local_http
 
 CLIENTS = ROOT / "tests" / "clients"
 REGISTER = """mutation Register($e: String!, $p: String!, $n: String!) {
@@ -77,7 +76,7 @@ async def test_apollo_stops_hashing_where_only_the_manifest_runs(manifest_only_a
         "documentId": "register-v1",
         "variables": {"e": f"{name}@example.com", "p": "correct horse battery", "n": name},
     }
-    async with httpx.AsyncClient() as http:
+    async with local_http() as http:
         registered = await http.post(f"{manifest_only_api.url}/graphql", json=body)
     token = registered.json()["data"]["register"]["token"]
     report = await apollo_apq(

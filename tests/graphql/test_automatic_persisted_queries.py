@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
-from harness.proofloop import ApiClient, ServerProcess
+from harness.proofloop import ApiClient, ServerProcess, local_http
 
 
 def sha256(text: str) -> str:
@@ -31,7 +31,7 @@ def apq(document: str) -> dict[str, Any]:
 
 async def post(server: ServerProcess, body: dict[str, Any], token: str | None = None) -> httpx.Response:
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient() as http:
+    async with local_http() as http:
         return await http.post(f"{server.url}/graphql", json=body, headers=headers)
 
 
@@ -41,7 +41,7 @@ async def get(server: ServerProcess, params: dict[str, str], token: str) -> http
         "authorization": f"Bearer {token}",
         "accept": "application/graphql-response+json,application/json;q=0.9",
     }
-    async with httpx.AsyncClient() as http:
+    async with local_http() as http:
         return await http.get(f"{server.url}/graphql", params=params, headers=headers)
 
 

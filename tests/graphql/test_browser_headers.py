@@ -15,7 +15,15 @@ import uuid
 import httpx
 
 from harness import media_factory
-from harness.proofloop import ApiClient, ServerProcess, create_open_task, file_var, row_key, upload
+from harness.proofloop import (
+    ApiClient,
+    ServerProcess,
+    create_open_task,
+    file_var,
+    local_http,
+    row_key,
+    upload,
+)
 from tests.support.proofs_media import SUBMIT_VIDEO, fetch, submit_photo
 
 
@@ -31,7 +39,7 @@ def assert_unframeable(response: httpx.Response) -> None:
 
 
 async def test_graphiql_allows_only_its_origin_and_its_own_inline_code(server: ServerProcess) -> None:
-    async with httpx.AsyncClient(base_url=server.url) as client:
+    async with local_http(base_url=server.url) as client:
         page = await client.get("/graphql", headers={"accept": "text/html"})
         assert page.status_code == 200
         assert_unframeable(page)

@@ -13,7 +13,15 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from harness.media_factory import photo
-from harness.proofloop import ApiClient, ServerProcess, create_open_task, file_var, free_port, upload
+from harness.proofloop import (
+    ApiClient,
+    ServerProcess,
+    create_open_task,
+    file_var,
+    free_port,
+    local_http,
+    upload,
+)
 
 API_URL = "https://api.proofloop.example"
 CONFIGURED = "https://App.Example.com:443/"  # written with a trailing slash and odd case
@@ -95,5 +103,5 @@ async def test_media_links_are_absolute_with_an_api_url(dev_api: ServerProcess) 
     for url in proof["submitPhoto"].values():
         assert url.startswith(f"{API_URL}/media/"), url
         local = url.replace(API_URL, dev_api.url)
-        async with httpx.AsyncClient() as http:
+        async with local_http() as http:
             assert (await http.get(local)).status_code == 200

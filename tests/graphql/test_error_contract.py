@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.proofloop import ApiClient, ServerProcess
+from harness.proofloop import ApiClient, ServerProcess, local_http
 
 JSON = "application/json"
 GRAPHQL_RESPONSE = "application/graphql-response+json"
@@ -135,7 +135,7 @@ async def test_multipart_without_map_is_bad_user_input(server: ServerProcess, ap
         "query": "mutation($i: ID!, $p: Upload!) { submitPhoto(instanceId: $i, photo: $p) { id } }",
         "variables": {"i": "1", "p": None},
     }
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+    async with local_http(headers={"Authorization": f"Bearer {token}"}) as http:
         for fields in ({"operations": json.dumps(operations)}, {"map": json.dumps({"0": ["variables.p"]})}):
             response = await http.post(
                 f"{server.url}/graphql", data=fields, files={"0": ("p.jpg", b"\xff\xd8", "image/jpeg")}

@@ -10,7 +10,6 @@ import json
 import re
 from typing import Any
 
-import httpx
 import pytest
 
 from harness.proofloop import (
@@ -18,6 +17,7 @@ from harness.proofloop import (
     GraphQLFailure,
     ServerProcess,
     create_open_task,
+    local_http,
     open_schedule,
 )
 from tests.support.backends import Deployment, both_backends
@@ -118,7 +118,7 @@ async def test_a_wrong_content_type_is_refused_and_the_connection_kept(target: S
 async def test_multipart_operations_that_are_no_object_are_refused(target: ServerProcess) -> None:
     api = ApiClient(target.url)
     token, _ = await api.register()
-    async with httpx.AsyncClient(base_url=target.url, headers={"authorization": f"Bearer {token}"}) as client:
+    async with local_http(base_url=target.url, headers={"authorization": f"Bearer {token}"}) as client:
         for operations in ("1", "null", "true", '"x"', "[]"):
             files = {"operations": (None, operations), "map": (None, "{}")}
             response = await client.post("/graphql", files=files)

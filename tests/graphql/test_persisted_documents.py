@@ -14,7 +14,7 @@ import httpx
 import pytest
 from websockets.asyncio.client import connect
 
-from harness.proofloop import ApiClient, ServerProcess, free_port
+from harness.proofloop import ApiClient, ServerProcess, free_port, local_http
 
 ME = "query Me { me { id displayName } }"
 ME_ID = "me-v1"
@@ -55,7 +55,7 @@ def trusted_api(
 
 async def post(server: ServerProcess, body: dict[str, Any], token: str | None = None) -> httpx.Response:
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient() as http:
+    async with local_http() as http:
         return await http.post(f"{server.url}/graphql", json=body, headers=headers)
 
 
@@ -81,7 +81,7 @@ async def test_persisted_documents_run_by_id_and_by_hash(trusted_api: ServerProc
         trusted_api, {"documentId": "sha256:" + hashlib.sha256(ME.encode()).hexdigest()}, token
     )
     assert by_hash.json() == by_id.json()
-    async with httpx.AsyncClient() as http:
+    async with local_http() as http:
         over_get = await http.get(
             f"{trusted_api.url}/graphql",
             params={"documentId": ME_ID},
@@ -159,7 +159,7 @@ async def test_automatic_persisted_queries_are_not_supported_when_only_the_manif
 async def test_the_readiness_probe_runs_when_only_the_manifest_runs(trusted_api: ServerProcess) -> None:
     for probe in ("{__typename}", "{ __typename }", "query {\n  __typename\n}"):
         assert (await post(trusted_api, {"query": probe})).json() == {"data": {"__typename": "Query"}}
-    async with httpx.AsyncClient() as http:
+    async with local_http() as http:
         over_get = await http.get(
             f"{trusted_api.url}/graphql",
             params={"query": "{__typename}"},

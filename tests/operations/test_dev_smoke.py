@@ -9,11 +9,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from harness.chain_support import create_short_task, eventually
-from harness.proofloop import ApiClient, free_port
+from harness.proofloop import ApiClient, free_port, local_http
 from tests.support.dev import dev_running, processes_using, start_dev
 from tests.support.reminders import REGISTER_WEBHOOK
 from tests.support.webhook_addresses import INTERNAL_ADDRESSES, refusal
@@ -35,7 +34,7 @@ async def test_dev_runs_everything_and_stops_cleanly(tmp_path: Path) -> None:
         async with ApiClient(f"http://127.0.0.1:{port}") as api:
             token, _ = await api.register()
             assert (await api.execute(ME, token=token))["me"]["displayName"]
-            async with httpx.AsyncClient() as client:
+            async with local_http() as client:
                 page = await client.get(f"http://127.0.0.1:{port}/graphql", headers={"Accept": "text/html"})
             assert "graphiql" in page.text.lower()
             task = await create_short_task(api, token, start_in=1, every=2)

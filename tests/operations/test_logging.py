@@ -6,12 +6,11 @@ import contextlib
 import json
 import uuid
 
-import httpx
 import websockets
 from websockets.typing import Subprotocol
 
 from harness.mailbox import Mailbox, mailed_token
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, free_port, local_http
 
 PASSWORD = "never-log-this-password"
 
@@ -95,7 +94,7 @@ async def test_no_auth_path_logs_a_secret(
         await api.execute("mutation { logout }", token=fourth)
         with contextlib.suppress(GraphQLFailure):
             await api.execute("{ me { id } }", token=fourth)
-        async with httpx.AsyncClient(base_url=server.url) as http:
+        async with local_http(base_url=server.url) as http:
             await http.get(
                 f"/media/{uuid.uuid4()}", params={"viewer": "x", "exp": "1", "sig": secrets["sig"]}
             )

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
 import pytest
 
 from harness import media_factory
-from harness.proofloop import ApiClient, GraphQLFailure, create_open_task, file_var, upload
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task, file_var, local_http, upload
 
 INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"
 ACCEPT = "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { id } }"
@@ -95,7 +94,7 @@ async def test_reviewing(api: ApiClient, cast: Cast) -> None:
 
 
 async def test_reading_media(api: ApiClient, cast: Cast) -> None:
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with local_http(base_url=api.url) as client:
         for role in ("owner", "partner"):
             seen = await api.execute(MEDIA_OF, {"id": cast.photo_instance}, token=cast.tokens[role])
             (verification,) = seen["instance"]["verifications"]

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 
 from harness.proofloop import (
@@ -26,6 +25,7 @@ from harness.proofloop import (
     GraphQLFailure,
     child_env,
     create_open_task,
+    local_http,
     open_schedule,
     partner_pair,
 )
@@ -239,7 +239,7 @@ async def test_oversized_bodies_are_refused_unread(api: ApiClient, integrations:
         for start in range(0, len(huge), 4096):
             yield huge[start : start + 4096]
 
-    async with httpx.AsyncClient(timeout=10) as client:
+    async with local_http(timeout=10) as client:
         streamed = await client.post(sender.url, content=trickle(), headers=sender.signed(huge))
     for refused in (declared, streamed):
         assert (refused.status_code, code_of(refused)) == (413, "PAYLOAD_TOO_LARGE")
@@ -278,7 +278,7 @@ async def test_malformed_events_are_bad_input_naming_the_field(
     assert (refused.status_code, code_of(refused)) == (400, "BAD_USER_INPUT"), refused.text
     assert refused.json()["errors"][0]["extensions"]["field"] == field
     assert (await verifications(api, token, instance_id))["verifications"] == []
-    async with httpx.AsyncClient(timeout=5) as client:
+    async with local_http(timeout=5) as client:
         assert (await client.get(f"{integrations.url}/healthz")).status_code == 200
 
 

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from PIL import Image
 
@@ -25,6 +24,7 @@ from harness.proofloop import (
     create_open_task,
     file_var,
     free_port,
+    local_http,
     migrated_database,
     open_schedule,
     partner_pair,
@@ -369,7 +369,7 @@ async def test_a_body_trickling_in_across_closes_at_is_judged_at_its_arrival(
         "Authorization": f"Bearer {token}",
         "Content-Type": f"multipart/form-data; boundary={boundary}",
     }
-    async with httpx.AsyncClient(base_url=quiet_server.url, timeout=60) as client:
+    async with local_http(base_url=quiet_server.url, timeout=60) as client:
         response = await client.post("/graphql", content=trickle(), headers=headers)
     assert datetime.now(UTC) > closes_at  # the body did finish after the window closed
     proof = response.json()["data"]["submitPhoto"]

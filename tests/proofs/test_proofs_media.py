@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlparse
 
-import httpx
 import pytest
 from PIL import Image
 
@@ -21,6 +20,7 @@ from harness.proofloop import (
     create_open_task,
     file_var,
     free_port,
+    local_http,
     upload,
 )
 from services.media import media_url
@@ -208,7 +208,7 @@ async def test_body_over_the_limit_is_413_before_parsing(api: ApiClient, small_s
     # a few times the limit: refused unread, yet small enough that closing never resets the connection
     body, content_type = multipart_body(instance_id, os.urandom(3 * SMALL_LIMIT))
     headers = {"Authorization": f"Bearer {token}", "Content-Type": content_type}
-    async with httpx.AsyncClient(base_url=small_server.url) as client:
+    async with local_http(base_url=small_server.url) as client:
         response = await client.post("/graphql", content=body, headers=headers)
     assert response.status_code == 413
     assert response.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
@@ -217,7 +217,7 @@ async def test_body_over_the_limit_is_413_before_parsing(api: ApiClient, small_s
         for start in range(0, len(body), 4096):
             yield body[start : start + 4096]
 
-    async with httpx.AsyncClient(base_url=small_server.url) as client:
+    async with local_http(base_url=small_server.url) as client:
         streamed = await client.post("/graphql", content=chunks(), headers=headers)
     assert streamed.status_code == 413
     assert streamed.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
@@ -243,7 +243,7 @@ async def test_unauthenticated_multipart_is_refused(api: ApiClient, token: str |
     headers = {"Content-Type": content_type}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with local_http(base_url=api.url) as client:
         response = await client.post("/graphql", content=body, headers=headers)
     assert response.status_code == 401
     assert response.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
@@ -255,7 +255,7 @@ async def test_unauthenticated_multipart_is_refused(api: ApiClient, token: str |
 async def test_an_oversized_graphql_document_is_413(api: ApiClient) -> None:
     token, _ = await api.register()
     document = json.dumps({"query": "query { me { id } }", "variables": {"pad": "x" * (2 * 1024 * 1024)}})
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with local_http(base_url=api.url) as client:
         response = await client.post(
             "/graphql",
             content=document,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime, timedelta
 
-import httpx
 import pytest
 
 from harness import media_factory
@@ -16,6 +15,7 @@ from harness.proofloop import (
     WorkerProcess,
     act_before_deadline,
     create_open_task,
+    local_http,
     open_schedule,
     partner_pair,
 )
@@ -144,7 +144,7 @@ async def test_request_with_a_photo_shows_it_to_the_partner(api: ApiClient) -> N
     assert requested["status"] == "PENDING_REVIEW"
     seen = await api.execute("query { reviewQueue { id mediaUrl thumbnailUrl } }", token=partner_token)
     (entry,) = seen["reviewQueue"]
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with local_http(base_url=api.url) as client:
         response = await client.get(entry["mediaUrl"])
     assert (response.status_code, response.headers["content-type"]) == (200, "image/jpeg")
 

@@ -32,6 +32,7 @@ from harness.proofloop import (
     WorkerProcess,
     create_open_task,
     free_port,
+    local_http,
     migrated_database,
     row_key,
 )
@@ -114,7 +115,7 @@ def key_of(blob: bytes) -> str:
 
 
 async def get(server: ServerProcess, url: str, headers: dict[str, str] | None = None) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+    async with local_http(base_url=server.url, timeout=10) as client:
         return await client.get(url, headers=headers)
 
 

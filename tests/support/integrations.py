@@ -17,6 +17,7 @@ from harness.proofloop import (
     ApiClient,
     ServerProcess,
     create_open_task,
+    local_http,
 )
 
 RULE = {"activityTypes": ["Run", "trail run"], "minDurationSeconds": 600, "minDistanceMeters": 3000}
@@ -52,7 +53,7 @@ class Sender:
     async def post(
         self, body: bytes, headers: dict[str, str] | None = None, url: str | None = None
     ) -> httpx.Response:
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with local_http(timeout=10) as client:
             return await client.post(url or self.url, content=body, headers=headers or self.signed(body))
 
     async def send(self, event: dict[str, Any]) -> httpx.Response:

@@ -9,6 +9,7 @@ import httpx
 from harness.proofloop import (
     ApiClient,
     file_var,
+    local_http,
     upload,
 )
 
@@ -33,5 +34,5 @@ async def submit_photo(api: ApiClient, token: str, instance_id: str, data: bytes
 
 
 async def fetch(api: ApiClient, url: str, headers: dict[str, str] | None = None) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=api.url) as client:
+    async with local_http(base_url=api.url) as client:
         return await client.get(url, headers=headers)

@@ -13,12 +13,11 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import aiohttp
-import httpx
 import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, create_open_task
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, create_open_task, local_http
 from tests.support.backends import Backend, Deployment, both_backends, deployed
 from tests.support.media_budgets import RSS_BUDGET_MB, api_rss_mb
 from tests.support.quotas import CHECK_IN, QUOTAS, acked, open_socket
@@ -348,7 +347,7 @@ async def test_a_subscription_flood_is_refused_before_validation_and_the_accepte
             await socket.send(json.dumps({"id": f"{index}-{n}", "type": "subscribe", "payload": payload}))
     readers = [asyncio.create_task(read(socket)) for socket in accepted]
     peak = api_rss_mb(small_quotas)
-    async with httpx.AsyncClient(base_url=small_quotas.url, timeout=30) as client:
+    async with local_http(base_url=small_quotas.url, timeout=30) as client:
         while len(frames.get("error", ())) < 37:  # 40 frames, 3 accepted
             assert (await client.get("/healthz")).status_code == 200
             await asyncio.sleep(0.05)

@@ -8,10 +8,9 @@ import asyncio
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
 
-from harness.proofloop import ApiClient, GraphQLFailure, create_open_task
+from harness.proofloop import ApiClient, GraphQLFailure, create_open_task, local_http
 from tests.support.backends import Backend, Deployment, both_backends, deployed
 from tests.support.quotas import CHECK_IN
 from tests.support.rfc5545_oracle import Parts, expand
@@ -98,7 +97,7 @@ async def test_a_costly_rule_holds_neither_the_loop_nor_another_users_write(slow
         bystander, _ = await api.register()
         attack = asyncio.create_task(refusal(api, attacker, COSTLY_RULE, "2026-01-01T00:00:00+00:00"))
         answered = 0
-        async with httpx.AsyncClient(base_url=api.url, timeout=30) as client:
+        async with local_http(base_url=api.url, timeout=30) as client:
             while answered < 3 and not attack.done():  # the expansion is under way
                 answered += (await client.get("/healthz")).status_code == 200
                 await asyncio.sleep(0.05)

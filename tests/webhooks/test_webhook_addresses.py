@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import httpx
 import pytest
 
-from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, row_key
+from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, local_http, row_key
 from tests.support.backends import Deployment, both_backends
 from tests.support.reminders import REGISTER_WEBHOOK
 from tests.support.webhook_addresses import INTERNAL_ADDRESSES, refusal
@@ -88,7 +87,7 @@ async def test_thirty_concurrent_registrations_store_exactly_the_quota(deploymen
     assert len(refused) == 25 and {r.code for r in refused} == {"CONFLICT"}
     [(rows,)] = await deployment.sql("SELECT count(*) FROM webhooks WHERE owner_id = $1", row_key(user["id"]))
     assert rows == 5
-    async with httpx.AsyncClient(base_url=deployment.url, timeout=5) as client:
+    async with local_http(base_url=deployment.url, timeout=5) as client:
         assert (await client.get("/healthz")).status_code == 200
 
 
