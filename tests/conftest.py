@@ -185,26 +185,43 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     return backend
 
 
-@pytest.fixture(scope="session")
-def embedded(request: pytest.FixtureRequest) -> Iterator[Deployment]:
-    """The embedded default (SQLite and an embedded Redis, an API and a worker, with `proofloop dev`'s
-    defaults and the run's test settings), started once per test process, on first use."""
-    with deployed(request, Backend.EMBEDDED) as deployment:
-        yield deployment
+@pytest.fixture(scope="module")
+def deployment(backend: Backend, request: pytest.FixtureRequest) -> Iterator[Deployment]:
+    """The run's Proofloop on `backend`, an API and the worker that serves it: the run's on PostgreSQL; on
+    the embedded default, one of the module's own (stopped with the module: an idle worker kept for the
+    whole run costs a few percent of a core)."""
+    if backend is Backend.EMBEDDED:
+        with deployed(request, backend) as running:
+            yield running
+        return
+    yield _run_deployment(request)
 
 
 @pytest.fixture(scope="module")
-def deployment(backend: Backend, request: pytest.FixtureRequest) -> Deployment:
-    """The run's Proofloop on `backend`: its API and worker on PostgreSQL, or the embedded one."""
+def api_deployment(backend: Backend, request: pytest.FixtureRequest) -> Deployment:
+    """The run's API on `backend`, for tests of what the API alone does: on the embedded default one API
+    per test process (`embedded_api`) and no worker."""
     if backend is Backend.EMBEDDED:
-        embedded: Deployment = request.getfixturevalue("embedded")
+        embedded: Deployment = request.getfixturevalue("embedded_api")
         return embedded
+    return _run_deployment(request)
+
+
+@pytest.fixture(scope="session")
+def embedded_api(request: pytest.FixtureRequest) -> Iterator[Deployment]:
+    """The embedded default's API (SQLite and an embedded Redis, `proofloop dev`'s defaults and the run's
+    test settings) without a worker, started once per test process on first use."""
+    with deployed(request, Backend.EMBEDDED, api_only=True) as running:
+        yield running
+
+
+def _run_deployment(request: pytest.FixtureRequest) -> Deployment:
     server: ServerProcess = request.getfixturevalue("server")
     worker: WorkerProcess = request.getfixturevalue("worker")
     env: dict[str, str] = request.getfixturevalue("service_env")
     mailbox: Mailbox = request.getfixturevalue("mailbox")
     database, redis_url = env["PROOFLOOP_DATABASE_URL"], env["PROOFLOOP_REDIS_URL"]
-    return Deployment(backend, server, (worker,), database, redis_url, env, mailbox)
+    return Deployment(Backend.POSTGRESQL, server, (worker,), database, redis_url, env, mailbox)
 
 
 # In-process access for the tests that arrange or read state directly: the ORM and a plain connection in

@@ -36,8 +36,8 @@ def fragment_bomb(levels: int = 30, on: str = "User", head: str = "query { nosuc
 
 
 @pytest.fixture
-def target(deployment: Deployment) -> ServerProcess:
-    return deployment.server
+def target(api_deployment: Deployment) -> ServerProcess:
+    return api_deployment.server
 
 
 @asynccontextmanager

@@ -23,8 +23,8 @@ UPDATE = "mutation($id: ID!, $input: UpdateTaskInput!) { updateTask(id: $id, inp
 
 
 @pytest.fixture
-def api(deployment: Deployment) -> ApiClient:
-    return deployment.client()
+def api(api_deployment: Deployment) -> ApiClient:
+    return api_deployment.client()
 
 
 @both_backends

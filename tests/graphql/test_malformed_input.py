@@ -49,8 +49,8 @@ TASK_COUNT = "{ tasks(first: 100) { edges { node { id } } } }"
 
 
 @pytest.fixture
-def target(deployment: Deployment) -> ServerProcess:
-    return deployment.server
+def target(api_deployment: Deployment) -> ServerProcess:
+    return api_deployment.server
 
 
 class KeptAliveConnection:

@@ -12,8 +12,8 @@ BUDGET = 20_000  # PROOFLOOP_MAX_QUERY_COST's default
 
 
 @pytest.fixture
-def api(deployment: Deployment) -> ApiClient:
-    return deployment.client()
+def api(api_deployment: Deployment) -> ApiClient:
+    return api_deployment.client()
 
 
 @both_backends

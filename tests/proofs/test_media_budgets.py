@@ -89,9 +89,9 @@ async def test_ten_upload_aliases_are_refused_before_anything_is_decoded(
 
 @both_backends
 async def test_webp_bombs_are_refused_from_the_header_within_the_memory_budget(
-    deployment: Deployment,
+    api_deployment: Deployment,
 ) -> None:
-    api, server, data_dir = deployment.client(), deployment.server, deployment.data_dir
+    api, server, data_dir = api_deployment.client(), api_deployment.server, api_deployment.data_dir
     bomb = webp_bomb()
     assert len(bomb) < 4096
     token, _ = await api.register()
@@ -133,9 +133,9 @@ def video_of_40_megapixels() -> bytes:
 
 @both_backends
 async def test_a_40_megapixel_video_is_refused_from_its_header_within_the_memory_budget(
-    deployment: Deployment, video_of_40_megapixels: bytes
+    api_deployment: Deployment, video_of_40_megapixels: bytes
 ) -> None:
-    api, server, data_dir = deployment.client(), deployment.server, deployment.data_dir
+    api, server, data_dir = api_deployment.client(), api_deployment.server, api_deployment.data_dir
     token, _ = await api.register()
     instances = [(await create_open_task(api, token, "VIDEO"))[1] for _ in range(2)]
     before = media_files(data_dir)
@@ -230,9 +230,9 @@ async def test_sei_user_data_does_not_reach_the_partners_copy(api: ApiClient) ->
 
 @both_backends
 async def test_a_failed_thumbnail_write_leaves_no_clean_copy_and_no_row(
-    deployment: Deployment,
+    api_deployment: Deployment,
 ) -> None:
-    api, data_dir = deployment.client(), deployment.data_dir
+    api, data_dir = api_deployment.client(), api_deployment.data_dir
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     data = media_factory.photo(113)
@@ -378,9 +378,9 @@ async def test_a_body_trickling_in_across_closes_at_is_judged_at_its_arrival(
 
 @both_backends
 async def test_a_proof_that_loses_the_race_leaves_no_files(
-    deployment: Deployment,
+    api_deployment: Deployment,
 ) -> None:
-    api, data_dir = deployment.client(), deployment.data_dir
+    api, data_dir = api_deployment.client(), api_deployment.data_dir
     token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     photos = [media_factory.photo(160 + i, size=(800, 600)) for i in range(3)]

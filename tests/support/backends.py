@@ -3,7 +3,7 @@
 PostgreSQL and the shared Redis are production's; the embedded default is `make run`'s (a SQLite file and an
 embedded Redis under the data dir, with `proofloop dev`'s defaults). A test runs on PostgreSQL; marked
 `both_backends`, it runs once on each (tests/conftest.py parametrizes the `backend` fixture it reaches
-through `deployment`, or through a module's own fixture built with `deployed`). Rows are read and arranged
+through `deployment` or `api_deployment`, or through a module's own fixture built with `deployed`). Rows are read and arranged
 through `Deployment.sql`, in one form for both databases.
 """
 
@@ -70,6 +70,7 @@ class Deployment:
 
     @property
     def worker(self) -> WorkerProcess:
+        assert self.workers, "this deployment runs no worker"
         return self.workers[0]
 
     @property

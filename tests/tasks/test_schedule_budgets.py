@@ -22,8 +22,8 @@ TASK_COUNT = "{ tasks { totalCount } }"
 
 
 @pytest.fixture
-def api(deployment: Deployment) -> ApiClient:
-    return deployment.client()
+def api(api_deployment: Deployment) -> ApiClient:
+    return api_deployment.client()
 
 
 @both_backends

@@ -74,8 +74,8 @@ async def test_the_stored_url_is_the_normalized_one(server: ServerProcess) -> No
 
 
 @both_backends
-async def test_thirty_concurrent_registrations_store_exactly_the_quota(deployment: Deployment) -> None:
-    async with deployment.client() as api:
+async def test_thirty_concurrent_registrations_store_exactly_the_quota(api_deployment: Deployment) -> None:
+    async with api_deployment.client() as api:
         token, user = await api.register()
         results: list[Any] = await asyncio.gather(
             *(api.execute(REGISTER_WEBHOOK, {"url": f"https://8.8.8.8/{n}"}, token=token) for n in range(30)),
@@ -85,9 +85,11 @@ async def test_thirty_concurrent_registrations_store_exactly_the_quota(deploymen
     refused = [r for r in results if isinstance(r, GraphQLFailure)]
     assert len(stored) == 5  # PROOFLOOP_WEBHOOKS_PER_USER's default
     assert len(refused) == 25 and {r.code for r in refused} == {"CONFLICT"}
-    [(rows,)] = await deployment.sql("SELECT count(*) FROM webhooks WHERE owner_id = $1", row_key(user["id"]))
+    [(rows,)] = await api_deployment.sql(
+        "SELECT count(*) FROM webhooks WHERE owner_id = $1", row_key(user["id"])
+    )
     assert rows == 5
-    async with local_http(base_url=deployment.url, timeout=5) as client:
+    async with local_http(base_url=api_deployment.url, timeout=5) as client:
         assert (await client.get("/healthz")).status_code == 200
 
 
