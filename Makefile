@@ -9,7 +9,7 @@ GRAPHIQL_ASSETS := web/static/graphiql/vendor/graphiql.min.js
 CONTRACT ?= ../shared/api.graphql
 CHECK_CONTRACT ?= ../shared/tools/check_contract.py
 
-.PHONY: install run test test-fast test-loaded lint typecheck schema schema-check docs bench demo clean
+.PHONY: install run test suite test-fast test-loaded lint typecheck schema schema-check docs bench demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,15 +58,20 @@ schema-check: install
 	@if [ -f $(CHECK_CONTRACT) ]; then $(BIN)/python $(CHECK_CONTRACT) schema.graphql $(CONTRACT); \
 		else echo "contract checker not found at $(CHECK_CONTRACT): skipped"; fi
 
-# four pytest processes on two cores: most tests wait on real deadlines (1 s intervals) and leave the CPU
-# idle, so four finish in ~6 min where two take ~9 (docs/testing.md has the figures);
-# --dist loadfile keeps each file's tests, and so its module fixtures (servers, private databases), in one;
-# --no-loadscope-reorder hands the files out in collection order, which is longest first
-# (tests/support/durations.py)
-TEST_PROCESSES ?= 4
+# the whole suite: the static checks run beside the tests (`make -j`; about 20 s of one core, while the
+# tests start), and make fails if either does
+test: install $(CLIENT_CHECKS)
+	@$(MAKE) --no-print-directory -j 4 lint typecheck schema-check suite
+
+# pytest in TEST_PROCESSES processes on two cores: most tests wait on real deadlines (1 s intervals) and
+# leave the CPU idle, so six fill the two cores where four leave a quarter idle (docs/testing.md has the
+# figures); --dist loadfile keeps each file's tests, and so its module fixtures (servers, private
+# databases), in one process; --no-loadscope-reorder hands the files out in collection order, which is
+# longest first (tests/support/durations.py)
+TEST_PROCESSES ?= 6
 # bytecode is cached even where PYTHONDONTWRITEBYTECODE is set: the run starts a few hundred interpreters,
 # and compiling the service's modules costs each of them a quarter of a second of CPU
-test: install $(CLIENT_CHECKS) lint typecheck schema-check
+suite: install $(CLIENT_CHECKS)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 # while editing: the static checks and the unit tests (marked `unit`: they start no API or worker process;

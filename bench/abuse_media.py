@@ -164,9 +164,7 @@ async def scenario(env: BenchEnv) -> None:
             ("8 large PNG proofs at once (2 decode slots + 4 queued)", eight_at_once),
         ]
         say(f"API process {server.proc.pid if server.proc else '?'}; each row measured in this run")
-        print(
-            f"{'attack':56} {'outcome':44} {'CPU s':>6} {'RSS peak MB':>11} {'max /healthz ms':>15}"
-        )
+        print(f"{'attack':56} {'outcome':44} {'CPU s':>6} {'RSS peak MB':>11} {'max /healthz ms':>15}")
         for label, attack in rows:
             figures = await measure(server, attack)
             print(
