@@ -21,12 +21,24 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
 
 SAMPLE_SECONDS = 0.1
-# the arguments of the Makefile's `test` line (TEST_PROCESSES 4; the files in the durations list's order)
-SUITE_ARGS = ["-n", "4", "--dist", "loadfile", "--no-loadscope-reorder"]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _makefile_processes() -> str:
+    """TEST_PROCESSES as the Makefile sets it."""
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if line.startswith("TEST_PROCESSES ?="):
+            return line.split("=", 1)[1].strip()
+    raise SystemExit("no TEST_PROCESSES in the Makefile")
+
+
+# the arguments of the Makefile's `suite` line (the files go in the durations list's order)
+SUITE_ARGS = ["-n", _makefile_processes(), "--dist", "loadfile", "--no-loadscope-reorder"]
 
 
 @dataclass
