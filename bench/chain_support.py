@@ -260,7 +260,7 @@ class BenchEnv:
         proc.wait_for_log("Worker process is ready for action", count=processes)
         return proc
 
-    def raw_worker(self, processes: int = PROCESSES) -> Proc:
+    def raw_worker(self, processes: int = PROCESSES, extra_env: dict[str, str] | None = None) -> Proc:
         """Raw Dramatiq: a no-op async actor on a plain RedisBroker + AsyncIO, same worker settings."""
         args = [
             sys.executable,
@@ -274,7 +274,8 @@ class BenchEnv:
             "--queues",
             RAW_QUEUE,
         ]
-        proc = Proc("raw-worker", args, self.child_env({RAW_REDIS_ENV: self.redis_url}), self.data_dir)
+        env = self.child_env({RAW_REDIS_ENV: self.redis_url, **(extra_env or {})})
+        proc = Proc("raw-worker", args, env, self.data_dir)
         self.procs.append(proc)
         proc.wait_for_log("Worker process is ready for action", count=processes)
         return proc
