@@ -120,7 +120,8 @@ class Context:
         """The database clock, read once per request (isOpen of a page of instances asks it many times)."""
         if self._now is None:  # a future, so the resolvers of a page asking at once share one read
             self._now = asyncio.ensure_future(db_now())
-        return await self._now
+        # shielded: a resolver cancelled as the sibling of a failed field must not cancel the others' read
+        return await asyncio.shield(self._now)
 
     async def arrival(self) -> datetime:
         """When this request arrived, on the database clock (web/arrival.py)."""

@@ -6,6 +6,7 @@ first time a resolver asks for it, so an event that needs two of them builds two
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -43,6 +44,16 @@ from services.webhooks import owned_webhooks_among
 
 V = TypeVar("V")
 K = TypeVar("K")
+
+
+class SharedLoader(DataLoader[K, V]):
+    """A DataLoader whose loads several resolvers of one document await together, each on a shield of its
+    own. graphql-core cancels the siblings of a field whose error reaches their parent; awaiting a plain
+    DataLoader's future, a cancelled sibling cancels that future itself, and every other field awaiting
+    the same key (anywhere in the document) then fails with CancelledError: an HTTP 500."""
+
+    def load(self, key: K) -> Awaitable[V]:
+        return asyncio.shield(super().load(key))
 
 
 async def _by_id(model: Any, keys: Sequence[str]) -> list[Any]:
@@ -165,82 +176,82 @@ async def _load_calendars(keys: list[CalendarAsk]) -> list[list[DatedInstance] |
 class Loaders:
     @cached_property
     def user(self) -> DataLoader[str, User | None]:
-        return DataLoader(load_fn=_load_users)
+        return SharedLoader(load_fn=_load_users)
 
     @cached_property
     def task(self) -> DataLoader[str, Task | None]:
-        return DataLoader(load_fn=_load_tasks)
+        return SharedLoader(load_fn=_load_tasks)
 
     @cached_property
     def instance(self) -> DataLoader[str, TaskInstance | None]:
-        return DataLoader(load_fn=_load_instances)
+        return SharedLoader(load_fn=_load_instances)
 
     @cached_property
     def verification(self) -> DataLoader[str, Verification | None]:
-        return DataLoader(load_fn=_load_verifications)
+        return SharedLoader(load_fn=_load_verifications)
 
     @cached_property
     def verifications_of_instance(self) -> DataLoader[str, list[Verification]]:
-        return DataLoader(load_fn=_load_verifications_of_instances)
+        return SharedLoader(load_fn=_load_verifications_of_instances)
 
     @cached_property
     def open_instance(self) -> DataLoader[str, TaskInstance | None]:
         """A task's unsettled instance (Task.currentInstance), by task id."""
-        return DataLoader(load_fn=_load_open_instances)
+        return SharedLoader(load_fn=_load_open_instances)
 
     @cached_property
     def instance_count(self) -> DataLoader[InstanceCount, int]:
-        return DataLoader(load_fn=_load_instance_counts)
+        return SharedLoader(load_fn=_load_instance_counts)
 
     @cached_property
     def instance_page(self) -> DataLoader[InstancePage, Page[TaskInstance]]:
-        return DataLoader(load_fn=_load_instance_pages)
+        return SharedLoader(load_fn=_load_instance_pages)
 
     @cached_property
     def breaks(self) -> DataLoader[str, list[TaskBreak]]:
         """A task's breaks that are not over, earliest first, by task id."""
-        return DataLoader(load_fn=_load_breaks)
+        return SharedLoader(load_fn=_load_breaks)
 
     @cached_property
     def streak(self) -> DataLoader[str, int]:
-        return DataLoader(load_fn=_load_streaks)
+        return SharedLoader(load_fn=_load_streaks)
 
     @cached_property
     def readable_event(self) -> DataLoader[tuple[Access, int], Event | None]:
         """An event by position, if the viewer's feeds show it (services/feed/feeds.py)."""
-        return DataLoader(load_fn=_load_readable_events, cache_key_fn=_per_viewer)
+        return SharedLoader(load_fn=_load_readable_events, cache_key_fn=_per_viewer)
 
     @cached_property
     def readable_partnership(self) -> DataLoader[tuple[User, str], Partnership | None]:
-        return DataLoader(load_fn=_load_readable_partnerships, cache_key_fn=_per_viewer)
+        return SharedLoader(load_fn=_load_readable_partnerships, cache_key_fn=_per_viewer)
 
     @cached_property
     def live_session(self) -> DataLoader[tuple[User, str], AuthToken | None]:
-        return DataLoader(load_fn=_load_live_sessions, cache_key_fn=_per_viewer)
+        return SharedLoader(load_fn=_load_live_sessions, cache_key_fn=_per_viewer)
 
     @cached_property
     def owned_webhook(self) -> DataLoader[tuple[User, str], Webhook | None]:
-        return DataLoader(load_fn=_load_owned_webhooks, cache_key_fn=_per_viewer)
+        return SharedLoader(load_fn=_load_owned_webhooks, cache_key_fn=_per_viewer)
 
     @cached_property
     def counterpart(self) -> DataLoader[tuple[User, str], bool]:
         """Whether a user is on the other side of one of the viewer's partnerships."""
-        return DataLoader(load_fn=_load_counterparts, cache_key_fn=_per_viewer)
+        return SharedLoader(load_fn=_load_counterparts, cache_key_fn=_per_viewer)
 
     @cached_property
     def access(self) -> DataLoader[str, Access]:
         """What a viewer may read (services/partners/access.py), by viewer id."""
-        return DataLoader(load_fn=_load_access)
+        return SharedLoader(load_fn=_load_access)
 
     @cached_property
     def completion(self) -> DataLoader[tuple[Scope, datetime], Completion]:
         """Completed and settled instances of a task or a user since an instant."""
-        return DataLoader(load_fn=_load_completions)
+        return SharedLoader(load_fn=_load_completions)
 
     @cached_property
     def progress_streaks(self) -> DataLoader[Scope, Streaks]:
-        return DataLoader(load_fn=_load_progress_streaks)
+        return SharedLoader(load_fn=_load_progress_streaks)
 
     @cached_property
     def calendar(self) -> DataLoader[CalendarAsk, list[DatedInstance]]:
-        return DataLoader(load_fn=_load_calendars)
+        return SharedLoader(load_fn=_load_calendars)

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.proofloop import ApiClient, ServerProcess, local_http
+from harness.proofloop import ApiClient, ServerProcess, create_open_task, local_http
 
 JSON = "application/json"
 GRAPHQL_RESPONSE = "application/graphql-response+json"
@@ -92,6 +92,36 @@ HTTP_CASES = [
     pytest.param({"query": "{ __typename }", "variables": [1]}, 400, "variables", id="variables not a map"),
     pytest.param({"variables": {}}, 400, "query", id="no query"),
 ]
+
+
+# a Task and a TaskInstance of that task, whose own task's progress fails with a range too long: the
+# error reaches the instance's task and cancels its other fields, which share their loads (the task's
+# open instance, the database clock) with the first item
+SIBLINGS_OF_A_FAILED_FIELD = """query($ids: [ID!]!) { nodes(ids: $ids) {
+  ... on Task { currentInstance { id isOpen } }
+  ... on TaskInstance { isOpen task { currentInstance { id isOpen }
+    progress { calendar(from: "2000-01-01", to: "2001-01-01") { open } } } }
+} }"""
+
+
+@pytest.mark.parametrize("instance_first", [False, True])
+async def test_a_failed_field_never_fails_the_loads_its_cancelled_siblings_share(
+    server: ServerProcess, api: ApiClient, instance_first: bool
+) -> None:
+    token, _ = await api.register()
+    task_id, instance_id = await create_open_task(api, token, "PHOTO")
+    ids = [instance_id, task_id] if instance_first else [task_id, instance_id]
+    response = post(
+        server,
+        {"query": SIBLINGS_OF_A_FAILED_FIELD, "variables": {"ids": ids}},
+        headers={"authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200, response.text
+    error = only_error(response)
+    assert (error["extensions"]["code"], error["path"][-1]) == ("BAD_USER_INPUT", "calendar")
+    task_item = response.json()["data"]["nodes"][ids.index(task_id)]
+    assert task_item == {"currentInstance": {"id": instance_id, "isOpen": True}}
+    assert response.json()["data"]["nodes"][ids.index(instance_id)] is None  # the error's nearest null
 
 
 @pytest.mark.parametrize(("body", "status", "field"), HTTP_CASES)
