@@ -16,8 +16,9 @@ import httpx
 import psutil
 from PIL import Image
 
-from bench.chain_support import BenchEnv, free_port, run_main, say
+from bench.chain_support import BenchEnv, run_main, say
 from harness import media_factory
+from harness.ports import free_port
 from harness.proofloop import (
     ApiClient,
     GraphQLFailure,

@@ -44,13 +44,13 @@ from bench.chain_support import (
     bench_user,
     bulk_pending,
     db_now,
-    free_port,
     print_table,
     run_main,
     say,
     wait_batch_settled,
     whole_second,
 )
+from harness.ports import free_port
 
 COUNT = 5000
 ALIASES = 30  # the API's alias cap per document

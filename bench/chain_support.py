@@ -15,7 +15,6 @@ import asyncio
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from harness.ports import free_port  # noqa: E402
 from settings import Settings  # noqa: E402
 
 WORKER_TIMEOUT_MS = Settings.model_fields["worker_poll_milliseconds"].default  # the workers' default
@@ -138,13 +138,6 @@ def say(message: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- processes
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Proc:

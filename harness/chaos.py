@@ -22,7 +22,8 @@ from gql import Client, GraphQLRequest
 from gql.transport.websockets import WebsocketsTransport
 
 from harness.chain_support import short_schedule
-from harness.private_services import PrivatePostgres, PrivateRedis, free_port
+from harness.ports import free_port
+from harness.private_services import PrivatePostgres, PrivateRedis
 from harness.proofloop import ApiClient, GraphQLFailure, ServerProcess, WorkerProcess, run_cli
 from services.kit.ids import event_ids
 

@@ -20,20 +20,12 @@ from types import TracebackType
 import psutil
 import redis
 
+from harness.ports import free_port
 from harness.proofloop import migrated_database
 
 PG_BIN = Path(os.environ.get("PROOFLOOP_CHAOS_PG_BIN", "/usr/lib/postgresql/15/bin"))
 REDIS_SERVER = os.environ.get("PROOFLOOP_CHAOS_REDIS_SERVER", "/usr/bin/redis-server")
 PG_USER = "postgres"
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _as_postgres(args: list[str], timeout: float = 60, environment: dict[str, str] | None = None) -> None:

@@ -7,7 +7,6 @@ import atexit
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import ssl
 import subprocess
@@ -30,6 +29,7 @@ from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
 
 from harness.forks import Shared, Started
+from harness.ports import free_port as free_port
 from settings import SQLITE_FILE
 
 if TYPE_CHECKING:
@@ -69,13 +69,6 @@ def row_key(global_id: object) -> str:
         return str(uuid.UUID(text))
     except ValueError:
         return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode().partition(":")[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 # settings every command started through child_env gets unless its own environment sets them: empty, so a

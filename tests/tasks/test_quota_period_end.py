@@ -23,7 +23,8 @@ import pytest
 
 from harness.chain_support import eventually
 from harness.mailbox import Mailbox
-from harness.private_services import PrivatePostgres, free_port
+from harness.ports import free_port
+from harness.private_services import PrivatePostgres
 from harness.proofloop import ApiClient, ServerProcess, WorkerProcess, migrated_sqlite, partner_pair, run_cli
 from harness.shifted_clock import LIBRARY, ShiftedClock
 from tests.support.backends import Backend, both_backends, embedded_env
