@@ -41,7 +41,9 @@ def _candidates() -> Iterator[int]:
         while True:
             yield 0
     first = low + _slot() * _SLICE
-    yield from itertools.cycle(range(first, first + _SLICE))
+    # a process a test starts inherits its slot; starting at an offset of its own keeps the two apart
+    start = os.getpid() * 97 % _SLICE
+    yield from itertools.cycle([*range(first + start, first + _SLICE), *range(first, first + start)])
 
 
 _ports = _candidates()
