@@ -188,6 +188,18 @@ class Proc:
             os.killpg(self.proc.pid, signal.SIGKILL)  # our own session: only what this Proc started
         self.proc.wait()
 
+    def cpu_seconds(self) -> float:
+        """CPU (user + system) of this process and every live descendant (Dramatiq's worker processes)."""
+        root = psutil.Process(self.proc.pid)
+        total = 0.0
+        for process in (root, *root.children(recursive=True)):
+            try:
+                times = process.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
+
     def rss_bytes(self) -> tuple[int, int]:
         """(RSS of the dramatiq worker processes, RSS of every process in the tree)."""
         try:

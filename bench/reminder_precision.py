@@ -21,7 +21,6 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import asyncpg
-import psutil
 
 from bench.chain_support import (
     BenchEnv,
@@ -85,19 +84,6 @@ async def _wait_fired(db: asyncpg.Connection, batch: str, until: float) -> tuple
         await asyncio.sleep(0.5)
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU (user + system) of the worker: its process and every child (the Dramatiq worker processes)."""
-    root = psutil.Process(pid)
-    total = 0.0
-    for process in [root, *root.children(recursive=True)]:
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
-
-
 async def scenario(env: BenchEnv) -> None:
     from models import User
 
@@ -108,14 +94,14 @@ async def scenario(env: BenchEnv) -> None:
     try:
         owner = await User.get(id=await bench_user(db))
         say(f"idle: {IDLE} tasks, one every {EVERY_S * 1000:.0f} ms, each reminder 1 s later")
-        cpu = _cpu_seconds(worker.proc.pid)
+        cpu = worker.cpu_seconds()
         for i in range(IDLE):
             started = time.monotonic()
             await _create(owner, f"idle-{i}", datetime.now(UTC) + timedelta(seconds=1))
             await asyncio.sleep(max(0.0, EVERY_S - (time.monotonic() - started)))
         total, fired, links, late = await _wait_fired(db, "idle", time.monotonic() + 20)
         idle = Lateness.of(late)
-        idle_cpu, cpu = _cpu_seconds(worker.proc.pid) - cpu, _cpu_seconds(worker.proc.pid)
+        idle_cpu, cpu = worker.cpu_seconds() - cpu, worker.cpu_seconds()
         rows += [
             Row(f"idle, p50 ({fired}/{total} fired)", f"{idle.p50:.0f} ms", "-", "-", None),
             Row("idle, p99 / max", f"{idle.p99:.0f} / {idle.max:.0f} ms", "-", "-", None),
@@ -130,7 +116,7 @@ async def scenario(env: BenchEnv) -> None:
         say(f"burst: created in {time.monotonic() - created:.1f} s")
         total, fired, links, late = await _wait_fired(db, "burst", time.monotonic() + BURST_OPENS_IN_S + 60)
         burst = Lateness.of(late)
-        burst_cpu = _cpu_seconds(worker.proc.pid) - cpu
+        burst_cpu = worker.cpu_seconds() - cpu
         rows += [
             Row(f"burst of {BURST}, p50 ({fired}/{total} fired)", f"{burst.p50:.0f} ms", "-", "-", None),
             Row("burst, p99 / max", f"{burst.p99:.0f} / {burst.max:.0f} ms", "-", "-", None),

@@ -23,18 +23,6 @@ POLLS_MS = (100, 250, 1000)
 SETTLE_SECONDS = 3  # after "ready": the pump's first ticks and the consumers' first backoff
 
 
-def _tree_cpu(pid: int) -> float:
-    root = psutil.Process(pid)
-    total = 0.0
-    for process in (root, *root.children(recursive=True)):
-        try:
-            times = process.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        total += times.user + times.system
-    return total
-
-
 def _process_cpu(pid: int) -> float:
     """A process's CPU with that of its reaped children."""
     times = psutil.Process(pid).cpu_times()
@@ -58,9 +46,9 @@ def _postgres_cpu() -> float:
 def _idle_share(worker: Proc, redis_pid: int) -> tuple[float, float, float]:
     """(worker tree, redis-server, PostgreSQL) CPU over IDLE_SECONDS, each as a share of one core."""
     time.sleep(SETTLE_SECONDS)
-    before = (_tree_cpu(worker.pid), _process_cpu(redis_pid), _postgres_cpu())
+    before = (worker.cpu_seconds(), _process_cpu(redis_pid), _postgres_cpu())
     time.sleep(IDLE_SECONDS)
-    after = (_tree_cpu(worker.pid), _process_cpu(redis_pid), _postgres_cpu())
+    after = (worker.cpu_seconds(), _process_cpu(redis_pid), _postgres_cpu())
     return (
         (after[0] - before[0]) / IDLE_SECONDS,
         (after[1] - before[1]) / IDLE_SECONDS,

@@ -44,15 +44,20 @@ from tests.support.passwords import QUICK_PASSWORD_COST
 
 def _redis_urls() -> tuple[str, str]:
     """(this process's database, its spare one). PROOFLOOP_TEST_REDIS_URL's database for a serial run;
-    under pytest-xdist (`make test` runs four processes) worker gwN takes the database 2N below it and the
+    under pytest-xdist (`make test` runs six processes) worker gwN takes the database 2N below it and the
     one under that as its spare (one no process of the run takes as its own, for a test that keeps its own
-    worker apart from the run's): 15/14, 13/12, 11/10, 9/8, so each process's workers see only its links
-    and a run never flushes database 0, where a developer's own data usually lives."""
+    worker apart from the run's): 15/14, 13/12, 11/10, ..., so each process's workers see only its links.
+    A run never takes database 0 or 1, where a developer's own data usually lives: seven processes at most."""
     url = os.environ.get("PROOFLOOP_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
     base, _, db = url.rpartition("/")
     own = int(db or 0) - 2 * index
-    return f"{base}/{own % 16}", f"{base}/{(own - 1) % 16}"
+    if own - 1 < 2:
+        raise pytest.UsageError(
+            f"test process gw{index} would take Redis database {own - 1} (below 2, where a developer's data "
+            "lives): run fewer processes (TEST_PROCESSES) or start from a higher PROOFLOOP_TEST_REDIS_URL"
+        )
+    return f"{base}/{own}", f"{base}/{own - 1}"
 
 
 REDIS_URL, SPARE_REDIS_URL = _redis_urls()
