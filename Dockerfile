@@ -2,18 +2,18 @@
 
 # --- Python dependencies, in a virtualenv copied whole into the final image
 FROM python:3.11-slim AS python-deps
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN python -m venv /opt/venv
-ENV PATH=/opt/venv/bin:$PATH
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    UV_PROJECT_ENVIRONMENT=/opt/venv UV_PYTHON_DOWNLOADS=never UV_NO_CACHE=1
+# the uv the Makefile pins (UV_VERSION), which installs exactly the versions in uv.lock
+RUN pip install uv==0.13.10
 WORKDIR /app
-# dependencies first, from pyproject.toml alone: a code change does not reinstall them
-COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" \
-        > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt
+# dependencies first, from the lock alone: a code change does not reinstall them; --locked refuses a lock
+# that is stale against pyproject.toml
+COPY pyproject.toml uv.lock ./
+RUN uv sync --locked --no-install-project
 COPY . .
 # editable: the code runs from /app, where `proofloop worker` starts dramatiq (cwd) and GraphiQL's page lives
-RUN pip install --no-deps -e .
+RUN uv sync --locked
 
 # --- GraphiQL's browser assets, so the image's GraphiQL page works without a CDN
 FROM node:20-slim AS graphiql-assets

@@ -1,21 +1,70 @@
 # Proofloop: `make run` starts everything on the embedded default; `make test` runs the whole suite.
-# Both create .venv and install what they need on first use.
+# Both create .venv and install what they need on first use, the versions pinned in uv.lock: `make run`
+# the service alone, `make test` the service and its test tools (`make lock` after editing pyproject.toml).
 
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+# uv installs from the lock file (in seconds where pip took minutes); it lives in a venv of its own, since
+# syncing .venv to the lock removes whatever the lock does not name
+UV_VERSION := 0.13.10
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+UV_STAMP := $(TOOLS)/.uv-$(UV_VERSION)
+# uv takes the machine's Python (PYTHON) and never downloads one of its own
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 GRAPHIQL_ASSETS := web/static/graphiql/vendor/graphiql.min.js
 CONTRACT ?= ../shared/api.graphql
 CHECK_CONTRACT ?= ../shared/tools/check_contract.py
 
-.PHONY: install run test suite test-fast test-loaded lint typecheck schema schema-check docs bench demo clean
+.PHONY: install install-service run test suite test-fast test-loaded test-each test-sample lint lock \
+	lock-check upgrade-check typecheck schema schema-check docs bench demo clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(UV_STAMP):
+	rm -rf $(TOOLS)
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	touch $@
+
+# the service alone (`make run`); --inexact keeps the test tools of an earlier `make test`
+$(RUNTIME_STAMP): pyproject.toml uv.lock $(UV_STAMP)
+	$(UV) sync --locked --inexact --quiet --python $(PYTHON)
+	touch $@
+
+# the service and its test tools, exactly the lock's (--locked: a lock stale against pyproject.toml fails)
+$(DEV_STAMP): pyproject.toml uv.lock $(UV_STAMP)
+	$(UV) sync --locked --extra dev --quiet --python $(PYTHON)
+	touch $@ $(RUNTIME_STAMP)
+
+# uv.lock anew from pyproject.toml, keeping every version that still satisfies it (`uv lock --upgrade`
+# or `--upgrade-package NAME` moves them)
+lock: $(UV_STAMP)
+	$(UV) lock --python $(PYTHON)
+
+lock-check: $(UV_STAMP)
+	@$(UV) lock --check --quiet --python $(PYTHON) \
+		|| (echo "uv.lock is stale against pyproject.toml: run 'make lock' and commit it" && exit 1)
+
+# the newest versions pyproject.toml allows, in a scratch environment under var/, against the static checks
+# and the unit tests: what the next `make lock --upgrade` would bring, seen before it bites
+UPGRADE := var/upgrade-check
+upgrade-check: $(UV_STAMP)
+	rm -rf $(UPGRADE) && mkdir -p $(UPGRADE)
+	$(UV) pip compile pyproject.toml --extra dev --upgrade --quiet --no-header --no-annotate \
+		--python $(PYTHON) -o $(UPGRADE)/newest.txt
+	$(UV) export --frozen --extra dev --no-hashes --no-emit-project --no-header --no-annotate --quiet \
+		| sed 's/ *;.*//' | grep '==' | sort -u > $(UPGRADE)/locked.txt
+	@echo "what the newest allowed versions change (< locked, > newest):"
+	@diff $(UPGRADE)/locked.txt $(UPGRADE)/newest.txt | grep '^[<>]' || echo "  nothing: the lock is current"
+	$(UV) venv --quiet --python $(PYTHON) $(UPGRADE)/venv
+	$(UV) pip install --quiet --python $(UPGRADE)/venv/bin/python -r $(UPGRADE)/newest.txt -e .
+	$(UPGRADE)/venv/bin/ruff check .
+	$(UPGRADE)/venv/bin/lint-imports
+	$(UPGRADE)/venv/bin/mypy --cache-dir $(UPGRADE)/mypy .
+	$(UPGRADE)/venv/bin/pytest -n 2 -m unit tests
 
 # GraphiQL's browser bundles, pinned in graphiql/package-lock.json, served by the API (no CDN)
 # (without npm the API still runs; its /graphql page then says how to install them)
@@ -31,9 +80,11 @@ $(CLIENT_CHECKS): tests/clients/package.json tests/clients/package-lock.json
 		cd tests/clients && npm ci --no-audit --no-fund --loglevel=error; \
 	else echo "warning: the client conformance tests need Node.js 18+ and npm"; fi
 
-install: $(STAMP) $(GRAPHIQL_ASSETS)
+install: $(DEV_STAMP) $(GRAPHIQL_ASSETS)
 
-run: install
+install-service: $(RUNTIME_STAMP) $(GRAPHIQL_ASSETS)
+
+run: install-service
 	$(BIN)/proofloop dev
 
 lint: install
@@ -61,7 +112,7 @@ schema-check: install
 # the whole suite: the static checks run beside the tests (`make -j`; about 20 s of one core, while the
 # tests start), and make fails if either does
 test: install $(CLIENT_CHECKS)
-	@$(MAKE) --no-print-directory -j 4 lint typecheck schema-check suite
+	@$(MAKE) --no-print-directory -j 4 lock-check lint typecheck schema-check suite
 
 # pytest in TEST_PROCESSES processes on two cores: most tests wait on real deadlines (1 s intervals) and
 # leave the CPU idle, so six fill the two cores where four leave a quarter idle (docs/testing.md has the
@@ -72,7 +123,17 @@ TEST_PROCESSES ?= 6
 # bytecode is cached even where PYTHONDONTWRITEBYTECODE is set: the run starts a few hundred interpreters,
 # and compiling the service's modules costs each of them a quarter of a second of CPU
 suite: install $(CLIENT_CHECKS)
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m harness.reaper -- \
+		$(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
+
+# every test file in a pytest run of its own (for the record: about 40 minutes on two cores); CI runs a
+# sample of them after the suite
+test-each: install $(CLIENT_CHECKS)
+	$(BIN)/python -m harness.run_alone --jobs 2
+
+TEST_SAMPLE ?= 6
+test-sample: install $(CLIENT_CHECKS)
+	$(BIN)/python -m harness.run_alone --jobs 2 --sample $(TEST_SAMPLE)
 
 # while editing: the static checks and the unit tests (marked `unit`: they start no API or worker process;
 # about half a minute; only tests/operations/test_outages.py reaches PostgreSQL)
@@ -86,8 +147,8 @@ test-loaded: install
 bench: install
 	$(BIN)/python -m bench
 
-demo: install
+demo: install-service
 	$(BIN)/proofloop demo
 
 clean:
-	rm -rf $(VENV) var .mypy_cache .ruff_cache build *.egg-info graphiql/node_modules tests/clients/node_modules web/static/graphiql/vendor
+	rm -rf $(VENV) $(TOOLS) var .mypy_cache .ruff_cache build *.egg-info graphiql/node_modules tests/clients/node_modules web/static/graphiql/vendor
