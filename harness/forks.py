@@ -39,6 +39,11 @@ from typing import IO, Any, Protocol
 # `migrate` prepares each test process's template databases, all at the start of the run
 FORKED_COMMANDS = frozenset({"serve", "worker", "migrate"})
 
+# how long the harness waits for a command it starts to be ready (a fork server's answer, an API's first
+# answer, a worker's "ready"): a start takes 1-3 s on an idle 2-core machine and ten times that at a load of
+# 4 per core; PROOFLOOP_TEST_START_SECONDS moves it for a slower machine
+START_SECONDS = float(os.environ.get("PROOFLOOP_TEST_START_SECONDS", "120"))
+
 
 class Started(Protocol):
     """A started command, forked or not: what `subprocess.Popen` and `Forked` both offer."""
@@ -134,8 +139,11 @@ class ForkServer:
             self._requests.write(json.dumps(request).encode() + b"\n")
             self._requests.flush()
             with self._changed:
-                if not self._changed.wait_for(lambda: self._started or self.proc.poll() is not None, 30):
-                    raise RuntimeError("the fork server did not answer in 30 s")
+                answered = self._changed.wait_for(
+                    lambda: self._started or self.proc.poll() is not None, START_SECONDS
+                )
+                if not answered:
+                    raise RuntimeError(f"the fork server did not answer in {START_SECONDS:g} s")
                 if not self._started:
                     raise RuntimeError(f"the fork server exited with code {self.proc.poll()}")
                 answer = self._started.pop(0)
@@ -180,19 +188,44 @@ class ForkServer:
 
 
 class Shared:
-    """The test process's fork server, started on first use (a run of unit tests never starts one)."""
+    """The test process's fork server, started on first use (a run of unit tests never starts one).
+
+    A fork server that fails (it does not answer within START_SECONDS, or it exited) is given up for the
+    rest of the process: that command and every later one start afresh, which costs their imports and
+    nothing else, instead of each test waiting out the same failure."""
 
     def __init__(self, env: dict[str, str], cwd: Path) -> None:
         self.env = env
         self.cwd = cwd
         self._server: ForkServer | None = None
+        self._given_up = False
         self._lock = threading.Lock()
 
-    def get(self) -> ForkServer:
+    def fork(self, args: list[str], env: dict[str, str], log_path: Path) -> Forked | None:
+        """The command forked, or None where it must start afresh (it cannot be forked, or the fork server
+        failed)."""
         with self._lock:
+            if self._given_up:
+                return None
             if self._server is None:
                 self._server = ForkServer(self.env, self.cwd)
-            return self._server
+            server = self._server
+        if not server.can_fork(args, env):
+            return None
+        try:
+            return server.spawn(args, env, log_path)
+        except RuntimeError as failure:
+            self._give_up(server, failure)
+            return None
+
+    def _give_up(self, server: ForkServer, failure: RuntimeError) -> None:
+        # it is asked for nothing more, but keeps reporting the exits of the commands it forked (their
+        # tests still stop them) until close()
+        with self._lock:
+            self._given_up = True
+        print(
+            f"harness: {failure}; this test process starts its commands afresh from now on", file=sys.stderr
+        )
 
     def close(self) -> None:
         with self._lock:

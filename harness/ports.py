@@ -15,9 +15,10 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-_BAND = 12_000  # ports below the ephemeral range used for our servers
+_BAND = 15_000  # ports below the ephemeral range used for our servers
 _SLICE = 500  # ports per test process: more than any test process holds at once
 _XDIST_SLOTS = 16  # slices for pytest-xdist workers gw0..gw15; the rest are for other processes
+_LANES = 6  # then one for each lane of harness/run_alone.py
 
 
 def _ephemeral_low() -> int:
@@ -27,12 +28,19 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+# a lane of harness/run_alone.py: runs side by side outside pytest-xdist, each with its own slice
+PORT_SLOT = "PROOFLOOP_TEST_PORT_SLOT"
+
+
 def _slot() -> int:
+    lane = os.environ.get(PORT_SLOT, "")
+    if lane.isdigit():
+        return _XDIST_SLOTS + int(lane)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if worker.startswith("gw") and worker[2:].isdigit():
         return int(worker[2:]) % _XDIST_SLOTS
     slots = _BAND // _SLICE
-    return _XDIST_SLOTS + os.getpid() % (slots - _XDIST_SLOTS)
+    return _XDIST_SLOTS + _LANES + os.getpid() % (slots - _XDIST_SLOTS - _LANES)
 
 
 def _candidates() -> Iterator[int]:

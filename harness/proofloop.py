@@ -12,6 +12,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 import uuid
@@ -28,7 +29,7 @@ from gql import Client, GraphQLRequest
 from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
 
-from harness.forks import Shared, Started
+from harness.forks import START_SECONDS, Shared, Started
 from harness.ports import free_port as free_port
 from settings import SQLITE_FILE
 
@@ -111,7 +112,22 @@ def _admin(sql: str) -> None:
         finally:
             await conn.close()
 
-    asyncio.run(run())
+    # on a thread of its own: a caller may be inside a running event loop (a session fixture first asked
+    # for by an async fixture or test), where asyncio.run cannot start another; a plain thread, since the
+    # template's DROP runs at exit, when executors take no more work
+    failure: list[BaseException] = []
+
+    def in_thread() -> None:
+        try:
+            asyncio.run(run())
+        except BaseException as error:
+            failure.append(error)
+
+    thread = threading.Thread(target=in_thread, name="pg-admin")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
 
 
 _migrated_template: str | None = None
@@ -123,12 +139,31 @@ def _template() -> str:
     migration run seconds). Nothing ever connects to it after the migration, as copying requires."""
     global _migrated_template
     if _migrated_template is None:
-        name = f"proofloop_template_{uuid.uuid4().hex[:10]}"
-        _admin(f'CREATE DATABASE "{name}"')
-        atexit.register(_admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        run_cli(["migrate"], {"PROOFLOOP_DATABASE_URL": pg_url(name)})
-        _migrated_template = name
+        _migrated_template = _once("migrating the PostgreSQL template", _new_template)
     return _migrated_template
+
+
+def _new_template() -> str:
+    name = f"proofloop_template_{uuid.uuid4().hex[:10]}"
+    _admin(f'CREATE DATABASE "{name}"')
+    atexit.register(_admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    run_cli(["migrate"], {"PROOFLOOP_DATABASE_URL": pg_url(name)})
+    return name
+
+
+_failed_once: dict[str, BaseException] = {}
+
+
+def _once(what: str, step: Callable[[], T]) -> T:
+    """A step the process's tests share; once it has failed, every later call fails at once with the first
+    failure as its cause instead of trying (and waiting) again."""
+    if what in _failed_once:
+        raise RuntimeError(f"{what} failed earlier in this test process") from _failed_once[what]
+    try:
+        return step()
+    except Exception as failure:
+        _failed_once[what] = failure
+        raise
 
 
 @contextmanager
@@ -152,10 +187,7 @@ def migrated_sqlite(data_dir: Path) -> Path:
     SQLite's backup, which carries whatever a write-ahead log still held."""
     global _migrated_sqlite
     if _migrated_sqlite is None:
-        template_dir = Path(tempfile.mkdtemp(prefix="proofloop-sqlite-template-"))
-        atexit.register(shutil.rmtree, template_dir, ignore_errors=True)
-        run_cli(["migrate"], {"PROOFLOOP_DATA_DIR": str(template_dir)})
-        _migrated_sqlite = template_dir / SQLITE_FILE
+        _migrated_sqlite = _once("migrating the SQLite template", _new_sqlite_template)
     target = data_dir / SQLITE_FILE
     data_dir.mkdir(parents=True, exist_ok=True)
     source, copy = sqlite3.connect(_migrated_sqlite), sqlite3.connect(target)
@@ -167,27 +199,59 @@ def migrated_sqlite(data_dir: Path) -> Path:
     return target
 
 
+class CommandFailed(subprocess.CalledProcessError):
+    """A command run_cli ran exited non-zero or ran out of time; its message carries what it printed (a
+    CalledProcessError's own says only the exit code)."""
+
+    def __str__(self) -> str:
+        printed = "\n".join(part for part in (self.stdout, self.stderr) if part)
+        return f"{super().__str__()}\n{printed or '(it printed nothing)'}"
+
+
+def _new_sqlite_template() -> Path:
+    template_dir = Path(tempfile.mkdtemp(prefix="proofloop-sqlite-template-"))
+    atexit.register(shutil.rmtree, template_dir, ignore_errors=True)
+    run_cli(["migrate"], {"PROOFLOOP_DATA_DIR": str(template_dir)})
+    return template_dir / SQLITE_FILE
+
+
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`python -m cli <args>` run to its end; CalledProcessError if it fails. A command the fork server
-    forks (`migrate`) writes its stdout and stderr to one log, which comes back as `stdout`."""
+    """`python -m cli <args>` run to its end; CommandFailed, with the command's output, if it fails or takes
+    longer than `timeout`. A command the fork server forks (`migrate`) writes its stdout and stderr to one
+    log, which comes back as `stdout`."""
     command_env = child_env(env)
-    if _forks is not None and _forks.get().can_fork(args, command_env):
-        with tempfile.TemporaryDirectory(prefix="proofloop-cli-") as logs:
-            log_path = Path(logs) / f"{args[0]}.log"
-            code = _forks.get().spawn(args, command_env, log_path).wait(timeout)
+    command = ["proofloop", *args]
+    with tempfile.TemporaryDirectory(prefix="proofloop-cli-") as logs:
+        log_path = Path(logs) / f"{args[0]}.log"
+        forked = _forks.fork(args, command_env, log_path) if _forks is not None else None
+        if forked is not None:
+            try:
+                code = forked.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(forked.pid, signal.SIGKILL)
+                code = forked.wait()
             output = log_path.read_text(errors="replace")
-        if code != 0:
-            raise subprocess.CalledProcessError(code, ["proofloop", *args], output=output)
-        return subprocess.CompletedProcess(["proofloop", *args], 0, stdout=output, stderr="")
-    return subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        env=command_env,
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+            if code != 0:
+                raise CommandFailed(code, command, output=output)
+            return subprocess.CompletedProcess(command, 0, stdout=output, stderr="")
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "cli", *args],
+            env=command_env,
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.CalledProcessError as failed:
+        raise CommandFailed(failed.returncode, command, failed.stdout, failed.stderr) from None
+    except subprocess.TimeoutExpired as late:
+        printed = [
+            p if isinstance(p, str) or p is None else p.decode(errors="replace")
+            for p in (late.stdout, late.stderr)
+        ]
+        raise CommandFailed(-signal.SIGKILL, command, *printed) from None
 
 
 # the test run forks `serve` and `worker` from a fork server of its process (tests/conftest.py installs
@@ -212,10 +276,8 @@ class _Process:
     def spawn(self, args: list[str]) -> None:
         command = args[3:] if args[1:3] == ["-m", "cli"] else []
         if _forks is not None and command:
-            forks = _forks.get()
-            env = child_env(self.env)
-            if forks.can_fork(command, env):
-                self.proc = forks.spawn(command, env, self.log_path)
+            self.proc = _forks.fork(command, child_env(self.env), self.log_path)
+            if self.proc is not None:
                 return
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(
@@ -253,8 +315,9 @@ class _Process:
 
 
 def wait_answering(proc: Started, url: str, what: str, log: Callable[[], str]) -> None:
-    """Until `url` answers (30 s at most); RuntimeError with the process's log if it exits or never does."""
-    deadline = time.monotonic() + 30
+    """Until `url` answers (START_SECONDS at most); RuntimeError with the process's log if it exits or never
+    does."""
+    deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"{what} exited:\n{log()}")
@@ -309,7 +372,7 @@ class WorkerProcess(_Process):
                 str(self.processes),
             ]
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             assert self.proc is not None
             if self.proc.poll() is not None:
@@ -328,6 +391,12 @@ _LOCAL_TLS = ssl.create_default_context()
 def local_http(**options: Any) -> httpx.AsyncClient:
     """An HTTP client for the servers this run starts (`options` as httpx.AsyncClient takes them)."""
     return httpx.AsyncClient(verify=_LOCAL_TLS, **options)
+
+
+# how long a client waits for an answer before it calls the server hung: a guard, never a measure (the
+# benchmarks measure); a 4K video's decode takes a second on an idle 2-core machine and many times that on
+# a loaded one. PROOFLOOP_TEST_ANSWER_SECONDS moves it for a slower machine
+ANSWER_SECONDS = float(os.environ.get("PROOFLOOP_TEST_ANSWER_SECONDS", "60"))
 
 
 class GraphQLFailure(Exception):
@@ -372,7 +441,7 @@ class ApiClient:
         token: str | None = None,
         upload_files: bool = False,
         headers: dict[str, str] | None = None,
-        timeout: float = 10,
+        timeout: float = ANSWER_SECONDS,
     ) -> dict[str, Any]:
         """The document's data; GraphQLFailure with its errors. `timeout`: seconds to wait for the answer."""
         headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}

@@ -9,6 +9,7 @@ database and redis-server of their own (`private_env`) for tests that stop, kill
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from harness.proofloop import (
     migrated_database,
     use_run_settings,
 )
+from harness.reaper import end_descendants
 from models.config import tortoise_config
 from settings import Settings
 from tests.support import durations
@@ -84,9 +86,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", backends, indirect=True, scope="module")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files longest first (tests/support/durations.py: the run ends within a short file of each process)."""
-    durations.longest_files_first(items)
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"file order: {durations.ORDER_SEED}={durations.order_seed(config)}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files longest first, shuffled among those of similar length (tests/support/durations.py: the run ends
+    within a short file of each process)."""
+    durations.longest_files_first(items, durations.order_seed(config))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A run in one process (`pytest FILE`) ends whatever its tests left running, and names it; under
+    `make test` (pytest-xdist) harness/reaper.py does this for the whole run."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or session.config.getoption("numprocesses", None):
+        return
+    left = end_descendants()
+    if left:
+        lines = "\n  ".join(left)
+        print(f"\n{len(left)} process(es) outlived the tests and were killed:\n  {lines}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session", autouse=True)

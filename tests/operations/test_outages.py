@@ -12,8 +12,6 @@ import redis.asyncio as aioredis
 from harness.proofloop import free_port
 from observability.outages import REPORT_SECONDS, CountedAsOutage, Outage, report_failure, unreachable
 
-pytestmark = pytest.mark.unit
-
 PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
@@ -26,6 +24,7 @@ async def _database_error(coro_factory: object) -> BaseException:
 
 
 async def test_refused_and_timed_out_database_calls_are_the_database() -> None:
+    """(not a unit test: a slow statement needs the machine's PostgreSQL)"""
     refused = await _database_error(lambda: asyncpg.connect(f"postgres://postgres@127.0.0.1:{free_port()}/x"))
     assert unreachable(refused) == "database"
     connection = await asyncpg.connect(PG_URL)
@@ -39,6 +38,7 @@ async def test_refused_and_timed_out_database_calls_are_the_database() -> None:
     assert unreachable(closed) == "database"
 
 
+@pytest.mark.unit
 async def test_redis_errors_are_redis_and_our_own_are_nobodys() -> None:
     client = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=1)
     try:
@@ -54,6 +54,7 @@ async def test_redis_errors_are_redis_and_our_own_are_nobodys() -> None:
         assert unreachable(wrapped) == "redis"
 
 
+@pytest.mark.unit
 async def test_an_outage_is_a_start_a_count_and_an_end(caplog: pytest.LogCaptureFixture) -> None:
     now = [100.0]
     db = Outage("database", clock=lambda: now[0])
@@ -84,6 +85,7 @@ async def test_an_outage_is_a_start_a_count_and_an_end(caplog: pytest.LogCapture
     assert len(bug) == 1 and bug[0].exc_info is not None  # anything else keeps its traceback
 
 
+@pytest.mark.unit
 async def test_the_log_handler_counts_a_librarys_traceback_instead_of_writing_it() -> None:
     error = await _database_error(lambda: asyncpg.connect(f"postgres://postgres@127.0.0.1:{free_port()}/x"))
     counted = CountedAsOutage()

@@ -15,6 +15,8 @@ does not know yet goes first: it may be long. Refresh it with
 from __future__ import annotations
 
 import json
+import os
+import random
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import pytest
 
 DURATIONS = Path(__file__).with_name("file_durations.json")
 RECORD_OPTION = "--record-file-durations"
+ORDER_SEED = "PROOFLOOP_TEST_ORDER_SEED"
 
 
 def add_option(parser: pytest.Parser) -> None:
@@ -44,12 +47,32 @@ def file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def longest_files_first(items: list[pytest.Item]) -> None:
+def longest_files_first(items: list[pytest.Item], seed: int) -> None:
     """Reorder `items` in place: files by their known seconds, longest first (unknown ones before all),
-    each file's tests in their own order. Stable, so every process collects the same order."""
+    each file's tests in their own order. Each file's seconds are first scaled by a factor between 1/2 and 2
+    drawn from `seed`, so files of similar length come in another order in each run (a file that passes
+    only after another has run shows up) while the long ones still start early. The same seed gives the
+    same order, in every process of the run."""
     known = known_durations()
-    unknown = float("inf")
-    items.sort(key=lambda item: -known.get(file_of(item.nodeid), unknown))
+    draw = random.Random(seed)
+    factors = {name: 2 ** draw.uniform(-1, 1) for name in sorted({file_of(item.nodeid) for item in items})}
+
+    def seconds(item: pytest.Item) -> float:
+        name = file_of(item.nodeid)
+        return known.get(name, float("inf")) * factors[name]
+
+    items.sort(key=lambda item: -seconds(item))
+
+
+def order_seed(config: pytest.Config) -> int:
+    """The run's order seed: PROOFLOOP_TEST_ORDER_SEED when set (to repeat a run's order), else one drawn
+    now and handed to the run's other processes through the environment they inherit."""
+    chosen = os.environ.get(ORDER_SEED)
+    if chosen is None:
+        chosen = str(random.SystemRandom().randrange(1_000_000))
+        if not hasattr(config, "workerinput"):
+            os.environ[ORDER_SEED] = chosen
+    return int(chosen)
 
 
 class Recorder:
