@@ -16,7 +16,7 @@ from models.enums import (
     VerificationStatus,
     Weekday,
 )
-from models.event import Event
+from models.event import Event, EventPositionCounter
 from models.export import DataExport
 from models.instance import TaskInstance
 from models.integration_event import IntegrationEvent
@@ -36,6 +36,7 @@ __all__ = [
     "DataExport",
     "DeliveryStatus",
     "Event",
+    "EventPositionCounter",
     "EventType",
     "ExportStatus",
     "InstanceReminder",

@@ -43,3 +43,17 @@ class Event(Model):
     class Meta:
         table = "events"
         indexes = (("user_id", "position"),)
+
+
+class EventPositionCounter(Model):
+    """One row: the last position given to an event.
+
+    Positions come from it, never from the events table's maximum, which falls when the newest events'
+    account is deleted: the next events would then take positions that live cursors have passed (and ids
+    that were handed out already)."""
+
+    id = fields.IntField(primary_key=True)
+    position = fields.BigIntField(default=0)
+
+    class Meta:
+        table = "event_position_counter"

@@ -19,16 +19,19 @@ log = logging.getLogger("proofloop.events")
 # Any constant shared by every process: serializes the step that gives positions.
 _POSITION_LOCK_KEY = 7_311_001
 
+# Positions go on from the counter, which only grows: a position (and the event id made from it) is
+# never given twice, even after the newest events were deleted with their account.
 _ASSIGN_SQL = """
 UPDATE events SET position = numbered.base + numbered.rn
 FROM (
     SELECT e.id AS id, ROW_NUMBER() OVER (ORDER BY e.id) AS rn,
-           (SELECT COALESCE(MAX(position), 0) FROM events) AS base
+           (SELECT position FROM event_position_counter WHERE id = 1) AS base
     FROM events e WHERE e.position IS NULL
 ) AS numbered
 WHERE events.id = numbered.id
 RETURNING events.user_id AS user_id, events.position AS position
 """
+_ADVANCE_SQL = "UPDATE event_position_counter SET position = position + {count} WHERE id = 1"
 
 
 class Snapshot(Protocol):
@@ -94,6 +97,8 @@ async def assign_positions() -> list[tuple[str, int]]:
             # SQLite has one writer, so BEGIN IMMEDIATE already serializes this step
             await conn.execute_query("SELECT pg_advisory_xact_lock($1)", [_POSITION_LOCK_KEY])
         rows: list[dict[str, Any]] = await conn.execute_query_dict(_ASSIGN_SQL)
+        if rows:
+            await conn.execute_query(_ADVANCE_SQL.format(count=len(rows)))
     return [(str(r["user_id"]), int(r["position"])) for r in rows]
 
 
