@@ -332,18 +332,19 @@ def wait_answering(proc: Started, url: str, what: str, log: Callable[[], str]) -
 class ServerProcess(_Process):
     """`proofloop serve` on `port`; with workers > 1, uvicorn's supervisor and that many API processes."""
 
-    def __init__(self, env: dict[str, str], port: int, workers: int = 1) -> None:
+    def __init__(self, env: dict[str, str], port: int, workers: int = 1, ready_path: str = "/readyz") -> None:
         super().__init__(env, f"api-{port}")
         self.port = port
         self.workers = workers
         self.url = f"http://127.0.0.1:{port}"
+        self.ready_path = ready_path  # /healthz for a server whose readiness is made to fail
 
     def __enter__(self) -> ServerProcess:
         self.spawn(
             [sys.executable, "-m", "cli", "serve", "--port", str(self.port), "--workers", str(self.workers)]
         )
         assert self.proc is not None
-        wait_answering(self.proc, f"{self.url}/readyz", "server", self.log)
+        wait_answering(self.proc, f"{self.url}{self.ready_path}", "server", self.log)
         return self
 
 

@@ -109,14 +109,21 @@ def valid_documents(caller: object) -> ValidDocuments | None:
     return documents if isinstance(documents, ValidDocuments) else None
 
 
-async def is_subscription(query: object, operation_name: object, documents: ValidDocuments) -> bool:
-    """Whether a document's chosen operation is a subscription (False when it does not parse: the normal
-    path reports that). Its text is bounded by then (schema/document_limits.py)."""
+async def operation_type(
+    query: object, operation_name: object, documents: ValidDocuments
+) -> OperationType | None:
+    """The type of a document's chosen operation (None when it does not parse or names no operation: the
+    normal path reports that). Its text is bounded by then (schema/document_limits.py)."""
     if not isinstance(query, str):
-        return False
+        return None
     document = await documents.parsed(query)
     if document is None:
-        return False
+        return None
     name = operation_name if isinstance(operation_name, str) else None
     operation = get_operation_ast(document, name)
-    return operation is not None and operation.operation is OperationType.SUBSCRIPTION
+    return operation.operation if operation is not None else None
+
+
+async def is_subscription(query: object, operation_name: object, documents: ValidDocuments) -> bool:
+    """Whether a document's chosen operation is a subscription."""
+    return await operation_type(query, operation_name, documents) is OperationType.SUBSCRIPTION

@@ -9,7 +9,9 @@
 - GET with `Accept: text/html` always serves GraphiQL; the page reads `?query=` itself, nothing executes.
 - While this process knows its database does not answer, an operation is refused at once with
   SERVICE_UNAVAILABLE (503 under graphql-response+json, 200 with `data: null` under application/json) and
-  a Retry-After header; one that meets the outage mid-flight gets the same code and header.
+  a Retry-After header. A query that meets the outage mid-flight gets the same code and header at once; a
+  mutation that has started is answered with its own outcome, whatever it is, since it may have committed
+  (an answer is the truth: a client retrying a mutation answered "unavailable" would apply it twice).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import strawberry
 from cross_web import AsyncHTTPRequestAdapter, HTTPException, StarletteRequestAdapter
+from graphql import OperationType as DocumentOperation
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -40,7 +43,7 @@ from strawberry.types.unset import UnsetType
 from observability.outages import outage
 from schema.context import Context
 from schema.errors import UNAVAILABLE, unavailable, unavailable_after
-from schema.parse_cache import is_subscription
+from schema.parse_cache import is_subscription, operation_type
 from services.accounts import bearer_token
 from services.kit import ServiceUnavailable, Unauthenticated
 from settings import Settings
@@ -234,16 +237,16 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         await response(scope, receive, send)
 
     async def _run_unless_outage(self, request: Request) -> Response:
-        """Strawberry's run, answered SERVICE_UNAVAILABLE as soon as the database's outage is known (from
-        /readyz, the probe or another request) rather than after this request's own timeouts; the run
-        goes on unseen until those end it."""
+        """Strawberry's run; a read is answered SERVICE_UNAVAILABLE as soon as the database's outage is
+        known (from another request or the probe) rather than after this request's own timeouts, and goes
+        on unseen until those end it. A mutation, once it executes, waits for its own outcome."""
         running = asyncio.ensure_future(self.run(request))
         while True:
             done, _ = await asyncio.wait({running}, timeout=OUTAGE_LOOK_SECONDS)
             if done:
                 response: Response = running.result()
                 return response
-            if outage("database").down:
+            if outage("database").down and not getattr(request.state, "mutating", False):
                 self._abandoned.add(running)
                 running.add_done_callback(self._forget)
                 raise unavailable("database")
@@ -363,6 +366,11 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         allowed = OperationType.from_http(method) - {OperationType.SUBSCRIPTION}
         if outage("database").down:  # the probe ends it; every operation needs the database
             raise unavailable("database")
+        chosen = await operation_type(
+            request_data.query, request_data.operation_name, context.resources.documents
+        )
+        if chosen is DocumentOperation.MUTATION:
+            request.state.mutating = True  # from here its answer must be its outcome
         try:
             result = await self.schema.execute(
                 request_data.query,

@@ -38,14 +38,16 @@ async def _within(
 ) -> str:
     """The check's verdict, or "timeout" once `limit` seconds pass; a paused server never answers, and
     waiting for a cancelled driver call to unwind can itself take as long as the driver's own timeout.
-    The verdict starts or ends the dependency's outage."""
+    An answer ends the dependency's outage and a failed connection or statement starts one; a slow answer
+    starts none: on a loaded machine the probe itself may be what is slow (a healthy database was declared
+    down, and requests that had committed were answered SERVICE_UNAVAILABLE). A paused server is found by
+    the statements that time out against it (the driver's own bound), as any request finds it."""
     task = asyncio.ensure_future(check())
     done, _ = await asyncio.wait({task}, timeout=limit)
     if not done:
         task.cancel()
         abandoned.add(task)  # held until it ends by the driver's own timeout
         task.add_done_callback(abandoned.discard)
-        outage(dependency).failed(looker, TimeoutError(f"no answer within {limit} s"))
         return "error: timeout"
     try:
         verdict = task.result()
