@@ -319,6 +319,38 @@ class Settings(BaseSettings):
             "cancels it."
         ),
     )
+    idempotency_key_seconds: int = Field(
+        default=86_400,
+        ge=1,
+        description=(
+            "How long a mutation's `Idempotency-Key` is kept with its answer: a retry with the key within "
+            "it gets the first answer again instead of running again."
+        ),
+    )
+    idempotency_max_answer_bytes: int = Field(
+        default=262_144,
+        ge=1024,
+        description=(
+            "The largest answer kept for an `Idempotency-Key`; a retry of a larger one is refused with "
+            "`CONFLICT` (the mutation ran once: read its outcome instead)."
+        ),
+    )
+    idempotency_wait_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description=(
+            "How long a request waits for another running with the same `Idempotency-Key` before it is "
+            "answered `CONFLICT` with a `Retry-After`."
+        ),
+    )
+    idempotency_lease_seconds: float = Field(
+        default=120.0,
+        ge=1,
+        description=(
+            "How long a running request holds its `Idempotency-Key`; a key whose request died (its API "
+            "process killed) without an answer is run again by a retry after this."
+        ),
+    )
     exports_per_day: int = Field(
         default=3,
         description="Data exports one user may ask for in 24 hours; one more is `RATE_LIMITED`.",

@@ -1,6 +1,6 @@
 """A worker middleware that, every PROOFLOOP_MAIL_SWEEP_SECONDS, resends mail whose message never left,
-sends again the build of a data export whose message was lost, removes expired export archives, and
-deletes the accounts whose deletion has come."""
+sends again the build of a data export whose message was lost, removes expired export archives, deletes
+the accounts whose deletion has come, and forgets Idempotency-Keys past their keeping time."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from dramatiq.middleware import Middleware
 from observability.outages import report_failure
 from services.deletion import delete_due_accounts
 from services.exports import sweep_exports
+from services.idempotency import delete_expired_keys
 from services.mail import resend_stranded_mail
 from settings import Settings
 from storage import ArchiveStore, BlobStore
@@ -45,6 +46,7 @@ class MailSweep(Middleware):
                 if rebuilt or removed:
                     log.info("exports: %d builds sent again, %d expired archives removed", rebuilt, removed)
                 await delete_due_accounts(self.media, self.archives)
+                await delete_expired_keys()
             except Exception as exc:
                 report_failure(log, "mail sweep", exc, "mail sweep failed; retrying on the next one")
             await asyncio.sleep(self.interval)

@@ -18,6 +18,7 @@ from models.enums import (
 )
 from models.event import Event, EventPositionCounter
 from models.export import DataExport
+from models.idempotency_key import IdempotencyKey
 from models.instance import TaskInstance
 from models.integration_event import IntegrationEvent
 from models.location_sample import LocationSample
@@ -41,6 +42,7 @@ __all__ = [
     "ExportStatus",
     "InstanceReminder",
     "InstanceStatus",
+    "IdempotencyKey",
     "IntegrationEvent",
     "LocationSample",
     "MailedToken",

@@ -14,7 +14,17 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
-from graphql import DocumentNode, GraphQLError, OperationType, get_operation_ast, parse
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    InlineFragmentNode,
+    OperationType,
+    get_operation_ast,
+    parse,
+)
 from strawberry.extensions import SchemaExtension
 
 # measured with tracemalloc on graphql-core 3.3 (locations and tokens kept): 130-200 bytes per character
@@ -122,6 +132,36 @@ async def operation_type(
     name = operation_name if isinstance(operation_name, str) else None
     operation = get_operation_ast(document, name)
     return operation.operation if operation is not None else None
+
+
+async def mutation_fields(
+    query: object, operation_name: object, documents: ValidDocuments
+) -> frozenset[str] | None:
+    """The root field names of a document's chosen operation when it is a mutation, else None."""
+    if not isinstance(query, str):
+        return None
+    document = await documents.parsed(query)
+    if document is None:
+        return None
+    name = operation_name if isinstance(operation_name, str) else None
+    operation = get_operation_ast(document, name)
+    if operation is None or operation.operation is not OperationType.MUTATION:
+        return None
+    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    names: set[str] = set()
+    seen: set[str] = set()
+    pending = list(operation.selection_set.selections)
+    while pending:  # root fields, through fragments spread at the root (each fragment once)
+        selection = pending.pop()
+        if isinstance(selection, FieldNode):
+            names.add(selection.name.value)
+        elif isinstance(selection, InlineFragmentNode):
+            pending.extend(selection.selection_set.selections)
+        elif isinstance(selection, FragmentSpreadNode) and selection.name.value not in seen:
+            seen.add(selection.name.value)
+            if (fragment := fragments.get(selection.name.value)) is not None:
+                pending.extend(fragment.selection_set.selections)
+    return frozenset(names)
 
 
 async def is_subscription(query: object, operation_name: object, documents: ValidDocuments) -> bool:

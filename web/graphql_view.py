@@ -43,10 +43,12 @@ from strawberry.types.unset import UnsetType
 from observability.outages import outage
 from schema.context import Context
 from schema.errors import UNAVAILABLE, unavailable, unavailable_after
-from schema.parse_cache import is_subscription, operation_type
+from schema.parse_cache import is_subscription, mutation_fields, operation_type
 from services.accounts import bearer_token
-from services.kit import ServiceUnavailable, Unauthenticated
+from services.idempotency import KeyPolicy
+from services.kit import Conflict, ServiceUnavailable, Unauthenticated
 from settings import Settings
+from web import idempotency
 from web.event_stream import LineFeedSSETransport
 from web.graphiql import graphiql_response
 from web.http_streams import MultipartSubscriptions
@@ -189,6 +191,12 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         self.origins = origins
         self.trusted_documents = trusted_documents
         self._abandoned: set[asyncio.Future[Response]] = set()  # runs answered for, held until they end
+        self.idempotency = KeyPolicy(
+            keep_seconds=settings.idempotency_key_seconds,
+            lease_seconds=settings.idempotency_lease_seconds,
+            wait_seconds=settings.idempotency_wait_seconds,
+            max_answer_bytes=settings.idempotency_max_answer_bytes,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -204,6 +212,72 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             return
         request = Request(scope=scope, receive=receive)
         media_type = response_media_type(request.headers.get("accept", ""))
+        key = request.headers.get(idempotency.HEADER)
+        if key is None or request.method != "POST":
+            response = await self._answer(request, media_type)
+        else:
+            response = await self._answer_once(request, key, media_type)
+        await response(scope, receive, send)
+
+    async def _answer_once(self, request: Request, header: str, media_type: str) -> Response:
+        """The answer to a request carrying an Idempotency-Key (web/idempotency.py)."""
+        try:
+            key = idempotency.parse_key(header)
+            return await idempotency.once_by_key(
+                request,
+                key,
+                self.idempotency,
+                self.settings.token_ttl_seconds,
+                lambda fields: self._mutation_fields(request, fields),
+                lambda: self._answer(request, media_type),
+            )
+        except HTTPException as e:
+            log.info(
+                "client error BAD_USER_INPUT %s", {"field": idempotency.KEY_FIELD, "status": e.status_code}
+            )
+            return error_response(
+                e.status_code, "BAD_USER_INPUT", e.reason, field=idempotency.KEY_FIELD, media_type=media_type
+            )
+        except idempotency.KeyReused:
+            log.info("client error BAD_USER_INPUT %s", {"field": idempotency.KEY_FIELD, "status": 422})
+            message = "this Idempotency-Key was first used with another request: send a new key"
+            return error_response(
+                422, "BAD_USER_INPUT", message, field=idempotency.KEY_FIELD, media_type=media_type
+            )
+        except Conflict as busy:
+            log.info("client error CONFLICT %s", {"field": idempotency.KEY_FIELD, "status": 409})
+            response = error_response(409, busy.code, busy.message, media_type=media_type)
+            if isinstance(busy, idempotency.KeyBusy):
+                response.headers["retry-after"] = str(busy.retry_after)
+            return response
+        except ServiceUnavailable as refused:
+            return unavailable_response(refused, media_type)
+        except Exception as exc:
+            if (unreachable := unavailable_after(exc, "idempotency key")) is None:
+                raise
+            return unavailable_response(unreachable, media_type)
+
+    async def _mutation_fields(self, request: Request, fields: dict[str, object]) -> frozenset[str] | None:
+        """The root fields of a request's chosen operation if it is a mutation; None for anything else
+        (a query, or a request the view will refuse)."""
+        documents = resources_of(request).documents
+        query = fields.get("query")
+        if not isinstance(query, str):
+            document_id = fields.get("documentId")
+            try:
+                query = self.trusted_documents.document(
+                    None,
+                    document_id if isinstance(document_id, str) else None,
+                    anonymous=False,
+                    apollo=apollo_hash(fields.get("extensions")),
+                    learned=documents,
+                )
+            except DocumentRefused:
+                return None
+        return await mutation_fields(query, fields.get("operationName"), documents)
+
+    async def _answer(self, request: Request, media_type: str) -> Response:
+        """The request's answer: its result, or the GraphQL-shaped refusal of what went wrong."""
         try:
             response = await self._run_unless_outage(request)
         except HTTPException as e:
@@ -234,7 +308,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
                 response.status_code = getattr(request.state, "graphql_status", response.status_code)
             if (retry_after := getattr(request.state, "retry_after", None)) is not None:
                 response.headers["retry-after"] = str(retry_after)
-        await response(scope, receive, send)
+        return response
 
     async def _run_unless_outage(self, request: Request) -> Response:
         """Strawberry's run; a read is answered SERVICE_UNAVAILABLE as soon as the database's outage is
