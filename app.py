@@ -173,6 +173,8 @@ def create_app(settings: Settings | None = None) -> Starlette:
                 allow_origin_regex=origins.pattern,
                 allow_methods=["GET", "POST", "OPTIONS"],
                 allow_headers=allowed_headers(settings),
+                # a browser's script may read whether an answer was a retry's (web/idempotency.py)
+                expose_headers=["Idempotent-Replayed", "Retry-After"],
             ),
             # inside CORS, so a browser can read the 401/413 it answers
             Middleware(UploadLimits, settings=settings),

@@ -25,6 +25,7 @@ DEFAULT_ALLOWED_HEADERS = (
     "Authorization",
     "Content-Type",
     "Accept",
+    "Idempotency-Key",
     "apollographql-client-name",
     "apollographql-client-version",
     "apollo-require-preflight",

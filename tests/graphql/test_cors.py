@@ -86,6 +86,20 @@ def test_extra_allowed_headers_and_a_warning_for_an_origin_that_cannot_match(dev
     assert f"PROOFLOOP_CORS_ORIGINS: '{UNMATCHABLE}' can never match" in dev_api.log()
 
 
+def test_a_browser_may_send_an_idempotency_key_and_read_whether_it_was_replayed(
+    dev_api: ServerProcess,
+) -> None:
+    allowed = preflight(dev_api, "http://localhost:3000", "authorization, content-type, idempotency-key")
+    assert allowed.status_code == 200, allowed.text
+    answer = httpx.post(
+        f"{dev_api.url}/graphql",
+        json={"query": "{ __typename }"},
+        headers={"origin": "http://localhost:3000"},
+    )
+    exposed = {h.strip().lower() for h in answer.headers["access-control-expose-headers"].split(",")}
+    assert {"idempotent-replayed", "retry-after"} <= exposed
+
+
 def test_production_allows_no_localhost(server: ServerProcess) -> None:
     assert "access-control-allow-origin" not in preflight(server, "http://localhost:3000").headers
 
