@@ -19,7 +19,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from models import CaptureTimeSource, RejectionReason, User, Verification, VerificationMethod
+from tortoise.expressions import Q
+
+from models import (
+    CaptureTimeSource,
+    RejectionReason,
+    User,
+    Verification,
+    VerificationMethod,
+    VerificationStatus,
+)
 from rules.errors import InvalidInput
 from rules.photo import capture_in_window, inspect_photo, is_reused
 from rules.video import inspect_video, is_reused_video
@@ -196,14 +205,19 @@ async def decode_video(upload: MediaUpload, *, policy: MediaPolicy) -> Media:
     )
 
 
-async def earlier_fingerprints(user_id: str, instance_id: str) -> list[list[int]]:
-    """Fingerprints of the user's photo/video proofs on other instances, newest first."""
+async def earlier_fingerprints(user_id: str, instance_id: str, *, counts_many: bool) -> list[list[int]]:
+    """Fingerprints of the user's photo/video proofs on other instances, newest first; with `counts_many`
+    (a quota goal, whose period is one instance counting several proofs) also those of this instance that
+    count or wait for a review: one photo is one visit, however often it is sent. A rejected proof of this
+    instance is never one of them, so a retry after a rejection is no reuse."""
+    earlier = Verification.filter(user_id=user_id, fingerprints__isnull=False)
+    if counts_many:
+        counting = [VerificationStatus.ACCEPTED, VerificationStatus.PENDING_REVIEW]
+        earlier = earlier.filter(Q(instance_id__not=instance_id) | Q(status__in=counting))
+    else:
+        earlier = earlier.exclude(instance_id=instance_id)
     rows = await (
-        Verification.filter(user_id=user_id, fingerprints__isnull=False)
-        .exclude(instance_id=instance_id)
-        .order_by("-submitted_at")
-        .limit(REUSE_LOOKBACK)
-        .values_list("fingerprints", flat=True)
+        earlier.order_by("-submitted_at").limit(REUSE_LOOKBACK).values_list("fingerprints", flat=True)
     )
     return [[int(h, 16) for h in row] for row in rows if isinstance(row, list)]
 
@@ -215,7 +229,8 @@ async def media_reason(target: ProofTarget, media: Media) -> RejectionReason | N
         return RejectionReason.NO_CAPTURE_TIME
     if not capture_in_window(media.captured_at, instance.opens_at, instance.closes_at):
         return RejectionReason.CAPTURED_OUTSIDE_WINDOW
-    earlier = await earlier_fingerprints(str(target.task.owner_id), str(instance.id))
+    counts_many = target.task.quota_count is not None
+    earlier = await earlier_fingerprints(str(target.task.owner_id), str(instance.id), counts_many=counts_many)
     # up to REUSE_LOOKBACK rows x fingerprints x probes comparisons: off the event loop
     if media.duration_seconds is None:
         flat = [h for hashes in earlier for h in hashes]

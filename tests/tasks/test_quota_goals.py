@@ -12,10 +12,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from harness.proofloop import BERLIN, ApiClient, GraphQLFailure, partner_pair
+from harness.media_factory import photo
+from harness.proofloop import BERLIN, ApiClient, GraphQLFailure, file_var, partner_pair, upload
 from tests.support.quota_goals import CHECK_IN, CREATE, INSTANCE, TASK, quota_task
 
 BERLIN_ZONE = ZoneInfo("Europe/Berlin")
+SUBMIT_PHOTO = """mutation($id: ID!, $photo: Upload!) {
+  submitPhoto(instanceId: $id, photo: $photo) { status reason } }"""
 
 
 def local(value: str) -> datetime:
@@ -68,6 +71,36 @@ async def test_a_proof_inside_the_minimum_gap_does_not_count(api: ApiClient) -> 
     assert second == {"status": "REJECTED", "reason": "WITHIN_MIN_GAP"}
     instance = (await api.execute(INSTANCE, {"id": day["id"]}, token=token))["instance"]
     assert (instance["status"], instance["proofsCounted"]) == ("PENDING", 1)
+
+
+async def test_one_photo_sent_three_times_counts_once_and_three_photos_count_three(api: ApiClient) -> None:
+    """Reuse is judged inside a quota period as across instances: one photo is one visit."""
+    token, _ = await api.register()
+    quota = {"count": 3, "period": "WEEK"}
+    week = (await api.execute(CREATE, {"input": quota_task("PHOTO", quota)}, token=token))["createTask"][
+        "currentInstance"
+    ]
+    same = photo(41)
+    answers = [
+        (await upload(api, SUBMIT_PHOTO, {"id": week["id"], "photo": file_var(same)}, token=token))[
+            "submitPhoto"
+        ]
+        for _ in range(3)
+    ]
+    assert [(a["status"], a["reason"]) for a in answers] == [
+        ("ACCEPTED", None),
+        ("REJECTED", "REUSED_MEDIA"),
+        ("REJECTED", "REUSED_MEDIA"),
+    ]
+    instance = (await api.execute(INSTANCE, {"id": week["id"]}, token=token))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("PENDING", 1)
+    for seed in (42, 43):
+        sent = await upload(
+            api, SUBMIT_PHOTO, {"id": week["id"], "photo": file_var(photo(seed))}, token=token
+        )
+        assert sent["submitPhoto"]["status"] == "ACCEPTED", sent
+    instance = (await api.execute(INSTANCE, {"id": week["id"]}, token=token))["instance"]
+    assert (instance["status"], instance["proofsCounted"]) == ("VERIFIED", 3)
 
 
 async def test_a_month_of_photos_counts_and_a_day_quota_needs_only_its_count(api: ApiClient) -> None:
