@@ -6,8 +6,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 from enum import IntEnum
-from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from rules.timezones import is_zone_name
 
 
 class Freq(IntEnum):
@@ -43,7 +44,6 @@ _UNTIL = re.compile(r"([0-9]{8})(?:T([0-9]{6})(Z?))?")
 _MAX_INTERVAL = 1_000_000
 MAX_COUNT = 10_000  # the walk to the last occurrence stays well inside the budget
 MAX_RRULE_LENGTH = 500  # the column's width
-_NOT_ZONES = frozenset({"Factory", "localtime", "posixrules"})  # keys that exist but name no place's clock
 
 
 class ScheduleError(ValueError):
@@ -81,14 +81,9 @@ def rrule_error(message: str) -> ScheduleError:
     return ScheduleError("rrule", f"rrule: {message}")
 
 
-@lru_cache(maxsize=1)
-def _zone_names() -> frozenset[str]:
-    return frozenset(available_timezones() - _NOT_ZONES)
-
-
 def zone_of(name: str) -> ZoneInfo:
-    """The IANA zone called `name`; leap-second ("right/") and placeholder zones are refused."""
-    if name not in _zone_names():
+    """The IANA zone called `name`, as rules/timezones.py admits them."""
+    if not is_zone_name(name):
         raise ScheduleError("timezone", f"timezone {name[:80]!r} is not a known IANA time zone")
     try:
         return ZoneInfo(name)

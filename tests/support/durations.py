@@ -93,5 +93,6 @@ class Recorder:
 
 
 def configure(config: pytest.Config) -> None:
+    order_seed(config)  # drawn now, before pytest-xdist starts the processes that must share it
     if config.getoption(RECORD_OPTION) and not hasattr(config, "workerinput"):
         config.pluginmanager.register(Recorder(), "proofloop-file-durations")
