@@ -180,8 +180,14 @@ async def login(
     await remember_owner_address(email, address, reserved)
     await _rehash_at_current_cost(user, password, rules.passwords)
     async with write_transaction():
-        if user.deletion_due_at is not None:  # signing in within the grace period keeps the account
-            await User.filter(id=user.id).update(deletion_due_at=None)
+        if user.deletion_due_at is not None:
+            # signing in within the grace period keeps the account; once it has passed the account is
+            # gone, whether or not the sweep has reached it yet (the same answer as for no account)
+            kept = await User.filter(id=user.id, deletion_due_at__gt=await db_now()).update(
+                deletion_due_at=None
+            )
+            if not kept:
+                raise Unauthenticated("wrong email or password")
             user.deletion_due_at = None
         return await issue_token(user, rules.token_ttl_seconds, device)
 

@@ -26,6 +26,7 @@ from harness.proofloop import (
     create_open_task,
     file_var,
     free_port,
+    migrated_database,
     row_key,
     upload,
 )
@@ -214,3 +215,42 @@ async def test_a_deletion_needs_a_sign_in(api: ApiClient) -> None:
     with pytest.raises(GraphQLFailure) as failure:
         await api.execute(DELETE, {"p": PASSWORD})
     assert failure.value.code == "UNAUTHENTICATED"
+
+
+@pytest.fixture(scope="module")
+def unswept_api(service_env: dict[str, str]) -> Iterator[ServerProcess]:
+    """An API on a database of its own that no worker sweeps: an account stays past its deletion's due time."""
+    with migrated_database("proofloop_unswept") as database:
+        env = {
+            **service_env,
+            "PROOFLOOP_DATABASE_URL": database,
+            "PROOFLOOP_ACCOUNT_DELETION_GRACE_SECONDS": "1",
+        }
+        with ServerProcess(env, port=free_port()) as proc:
+            yield proc
+
+
+async def test_a_sign_in_after_the_due_time_finds_no_account_though_the_sweep_is_late(
+    unswept_api: ServerProcess,
+) -> None:
+    async with ApiClient(unswept_api.url) as api:
+        token, user = await api.register()
+        due = (await api.execute(DELETE, {"p": PASSWORD}, token=token))["requestAccountDeletion"][
+            "deletionDueAt"
+        ]
+        await asyncio.sleep(1.5)  # past the due time; no sweep runs here
+        assert datetime.now(UTC) > datetime.fromisoformat(due)
+        with pytest.raises(GraphQLFailure) as failure:
+            await api.execute(LOGIN, {"e": user["email"], "p": PASSWORD})
+        assert (failure.value.code, failure.value.message) == ("UNAUTHENTICATED", "wrong email or password")
+        with pytest.raises(GraphQLFailure) as unknown:  # the same answer as for an address with no account
+            await api.execute(LOGIN, {"e": f"nobody-{uuid.uuid4().hex[:8]}@example.com", "p": PASSWORD})
+        assert unknown.value.message == failure.value.message
+    connection = await asyncpg.connect(unswept_api.env["PROOFLOOP_DATABASE_URL"])
+    try:
+        still_due = await connection.fetchval(
+            "SELECT deletion_due_at FROM users WHERE email = $1", user["email"]
+        )
+    finally:
+        await connection.close()
+    assert still_due is not None  # the sign-in cancelled nothing: the sweep deletes it when it comes
