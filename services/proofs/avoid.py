@@ -18,7 +18,7 @@ from rules.avoid import certainly_inside
 from rules.gps import haversine_meters
 from services.chain import lock_task
 from services.kit import BadInput, Conflict, write_transaction
-from services.proofs.gps import RECORDED_AT_SLACK, CheckIn, check_check_in
+from services.proofs.gps import CheckIn, check_check_in
 from services.proofs.pipeline import owned_instance
 
 MAX_SAMPLES_PER_REQUEST = 500
@@ -51,10 +51,13 @@ async def report_locations(
         raise BadInput("instanceId", "this task is not an avoid-a-place task (gps.avoid): use checkIn")
     if arrival > instance.closes_at:
         raise Conflict("the instance's window has closed: it is judged from the samples it has")
+    # a phone's clock may run a little ahead (check_check_in refuses more than RECORDED_AT_SLACK), but no
+    # sample covers time not yet lived: one recorded after its request arrived says where the phone is
+    # now, and counts as recorded then
     kept = [
         LocationSample(
             instance_id=instance.id,
-            recorded_at=s.recorded_at,
+            recorded_at=min(s.recorded_at, arrival),
             inside=certainly_inside(
                 haversine_meters(
                     s.latitude, s.longitude, task.gps_latitude or 0.0, task.gps_longitude or 0.0
@@ -65,7 +68,7 @@ async def report_locations(
         )
         for s in samples
         if s.recorded_at is not None
-        and instance.opens_at <= s.recorded_at <= min(instance.due_at, arrival + RECORDED_AT_SLACK)
+        and instance.opens_at <= min(s.recorded_at, arrival) <= instance.due_at
         and s.accuracy_meters <= (task.gps_max_accuracy_meters or 0.0)
     ]
     async with write_transaction():

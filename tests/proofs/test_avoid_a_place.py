@@ -5,13 +5,13 @@ not. Samples keep no position, are deleted once judged, and no partner ever sees
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from harness.proofloop import BERLIN, ApiClient, GraphQLFailure, create_open_task, open_schedule, partner_pair
-from services.kit import decode_id
+from services.kit import as_utc, decode_id
 from tests.support.avoid_a_place import OUTSIDE, avoid_rule, judged, report, sample, soon
 from tests.support.backends import Deployment, both_backends
 
@@ -69,6 +69,25 @@ async def test_covering_samples_verify_and_the_chain_goes_on(api: ApiClient) -> 
         "query($id: ID!) { task(id: $id) { streak currentInstance { id } } }", {"id": task_id}, token=token
     )
     assert task["task"]["streak"] == 1 and task["task"]["currentInstance"]["id"] != instance_id
+
+
+@both_backends
+async def test_samples_recorded_ahead_cover_no_time_not_yet_lived(
+    api: ApiClient, deployment: Deployment
+) -> None:
+    """Samples that claim the next 20 s (within the clock slack) are kept as recorded when they arrived: a
+    phone cannot report the coverage of a window before living it."""
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "GPS", open_schedule(60), gps=avoid_rule())
+    lived = [sample(OUTSIDE, s) for s in (20, 10, 0)]
+    ahead = [sample(OUTSIDE, -s) for s in (10, 20)]  # recorded "in the future", before the due time
+    assert (await report(api, token, instance_id, lived + ahead))["accepted"] == 5
+    answered = datetime.now(UTC)
+    [(latest,)] = await deployment.sql(
+        "SELECT max(recorded_at) FROM location_samples WHERE instance_id = $1",
+        decode_id(instance_id, "TaskInstance"),
+    )
+    assert as_utc(latest) <= answered
 
 
 async def test_too_few_samples_or_none_is_its_own_outcome_not_a_miss(api: ApiClient) -> None:
