@@ -144,7 +144,7 @@ async def test_a_malformed_key_is_refused_before_anything_runs(running: Deployme
         answer = await http.post(
             "/graphql",
             json={"query": CREATE, "variables": {"input": task_input()}},
-            headers={"Authorization": f"Bearer {token}", "Idempotency-Key": key.encode()},
+            headers=[(b"authorization", f"Bearer {token}".encode()), (b"idempotency-key", key.encode())],
         )
     assert answer.status_code == 400, answer.text
     assert answer.json()["errors"][0]["extensions"] == {"code": "BAD_USER_INPUT", "field": "idempotency-key"}

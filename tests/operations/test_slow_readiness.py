@@ -35,10 +35,10 @@ async def test_mutations_beside_timed_out_probes_commit_and_say_so(slow_probe_ap
         return str(created["createTask"]["id"])
 
     async with local_http(base_url=slow_probe_api.url) as http:
-        probes = [http.get("/readyz") for _ in range(PROBES)]
-        answers = await asyncio.gather(*probes, *(create(n) for n in range(MUTATIONS)))
+        probing = asyncio.gather(*(http.get("/readyz") for _ in range(PROBES)))
+        creating = asyncio.gather(*(create(n) for n in range(MUTATIONS)))
+        probed, created = await asyncio.gather(probing, creating)
         after = await http.get("/readyz")
-    probed, created = answers[:PROBES], answers[PROBES:]
     for probe in [*probed, after]:
         assert probe.status_code == 503 and probe.json()["checks"]["database"] == "error: timeout", probe.text
     # every mutation answered its result, and the rows are exactly those answered
