@@ -20,7 +20,7 @@ GRAPHIQL_ASSETS := web/static/graphiql/vendor/graphiql.min.js
 CONTRACT ?= ../shared/api.graphql
 CHECK_CONTRACT ?= ../shared/tools/check_contract.py
 
-.PHONY: install install-service run test suite test-fast test-loaded test-each test-sample lint lock \
+.PHONY: install install-service run test suite test-fast unit test-loaded test-each test-sample lint lock \
 	lock-check upgrade-check typecheck schema schema-check docs bench demo clean
 
 $(UV_STAMP):
@@ -135,10 +135,13 @@ TEST_SAMPLE ?= 6
 test-sample: install $(CLIENT_CHECKS)
 	$(BIN)/python -m harness.run_alone --jobs 2 --sample $(TEST_SAMPLE)
 
-# while editing: the static checks and the unit tests (marked `unit`: they start no API or worker process;
-# about half a minute; only tests/operations/test_outages.py reaches PostgreSQL)
-test-fast: install lint typecheck schema-check
-	$(BIN)/pytest -n 2 -m unit tests
+# while editing: the static checks beside the unit tests (marked `unit`: they start no server process and
+# need no PostgreSQL or Redis)
+test-fast: install
+	@$(MAKE) --no-print-directory -j 4 lint typecheck schema-check unit
+
+unit: install
+	$(BIN)/pytest -n 2 -m unit -q tests
 
 # the suite as CI's neighbours run it: one spinning process per core beside it (run before each submission)
 test-loaded: install
