@@ -43,6 +43,11 @@ class Context:
     def for_request(cls, request: Request | WebSocket, response: Response | WebSocket | None) -> Context:
         return cls(request=request, response=response, resources=resources_of(request))
 
+    def mutation_starts(self) -> None:
+        """The request's mutation passed validation and its fields start to run: from here it may commit,
+        so its answer must be its outcome (web/graphql_view.py, web/idempotency.py)."""
+        self.request.state.mutation_started = True
+
     @property
     def settings(self) -> Settings:
         return self.resources.settings
@@ -142,3 +147,8 @@ class Context:
 
 
 Info = StrawberryInfo[Context, None]
+
+
+def mutation_started(request: Request) -> bool:
+    """Whether the request's mutation has started to run (Context.mutation_starts)."""
+    return bool(getattr(request.state, "mutation_started", False))

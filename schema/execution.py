@@ -54,6 +54,8 @@ class ProofloopExecutionContext(StrawberryGraphQLCoreExecutionContext):
         grouped_field_set: GroupedFieldSet,
         position_context: Any,
     ) -> AwaitableOrValue[dict[str, Any]]:
+        if isinstance(self.context_value, Context):  # only a mutation's fields run serially
+            self.context_value.mutation_starts()
         serially = super().execute_fields_serially
         names = {details[0].node.name.value for details in grouped_field_set.values()}
         together = TOGETHER.get(names.pop()) if len(names) == 1 and len(grouped_field_set) > 1 else None

@@ -21,6 +21,7 @@ from graphql import (
     FragmentSpreadNode,
     GraphQLError,
     InlineFragmentNode,
+    OperationDefinitionNode,
     OperationType,
     get_operation_ast,
     parse,
@@ -119,34 +120,28 @@ def valid_documents(caller: object) -> ValidDocuments | None:
     return documents if isinstance(documents, ValidDocuments) else None
 
 
-async def operation_type(
+async def _chosen_operation(
     query: object, operation_name: object, documents: ValidDocuments
-) -> OperationType | None:
-    """The type of a document's chosen operation (None when it does not parse or names no operation: the
-    normal path reports that). Its text is bounded by then (schema/document_limits.py)."""
+) -> tuple[DocumentNode, OperationDefinitionNode] | None:
+    """A document and its chosen operation (None when it does not parse or names no operation: the normal
+    path reports that). Its text is bounded by then (schema/document_limits.py)."""
     if not isinstance(query, str):
         return None
     document = await documents.parsed(query)
     if document is None:
         return None
-    name = operation_name if isinstance(operation_name, str) else None
-    operation = get_operation_ast(document, name)
-    return operation.operation if operation is not None else None
+    operation = get_operation_ast(document, operation_name if isinstance(operation_name, str) else None)
+    return (document, operation) if operation is not None else None
 
 
 async def mutation_fields(
     query: object, operation_name: object, documents: ValidDocuments
 ) -> frozenset[str] | None:
     """The root field names of a document's chosen operation when it is a mutation, else None."""
-    if not isinstance(query, str):
+    chosen = await _chosen_operation(query, operation_name, documents)
+    if chosen is None or chosen[1].operation is not OperationType.MUTATION:
         return None
-    document = await documents.parsed(query)
-    if document is None:
-        return None
-    name = operation_name if isinstance(operation_name, str) else None
-    operation = get_operation_ast(document, name)
-    if operation is None or operation.operation is not OperationType.MUTATION:
-        return None
+    document, operation = chosen
     fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
     names: set[str] = set()
     seen: set[str] = set()
@@ -166,4 +161,5 @@ async def mutation_fields(
 
 async def is_subscription(query: object, operation_name: object, documents: ValidDocuments) -> bool:
     """Whether a document's chosen operation is a subscription."""
-    return await operation_type(query, operation_name, documents) is OperationType.SUBSCRIPTION
+    chosen = await _chosen_operation(query, operation_name, documents)
+    return chosen is not None and chosen[1].operation is OperationType.SUBSCRIPTION

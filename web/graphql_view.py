@@ -24,7 +24,6 @@ from typing import Any
 
 import strawberry
 from cross_web import AsyncHTTPRequestAdapter, HTTPException, StarletteRequestAdapter
-from graphql import OperationType as DocumentOperation
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -41,9 +40,9 @@ from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UnsetType
 
 from observability.outages import outage
-from schema.context import Context
+from schema.context import Context, mutation_started
 from schema.errors import UNAVAILABLE, unavailable, unavailable_after
-from schema.parse_cache import is_subscription, mutation_fields, operation_type
+from schema.parse_cache import is_subscription, mutation_fields
 from services.accounts import bearer_token
 from services.idempotency import KeyPolicy
 from services.kit import Conflict, ServiceUnavailable, Unauthenticated
@@ -320,7 +319,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             if done:
                 response: Response = running.result()
                 return response
-            if outage("database").down and not getattr(request.state, "mutating", False):
+            if outage("database").down and not mutation_started(request):
                 self._abandoned.add(running)
                 running.add_done_callback(self._forget)
                 raise unavailable("database")
@@ -440,11 +439,6 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         allowed = OperationType.from_http(method) - {OperationType.SUBSCRIPTION}
         if outage("database").down:  # the probe ends it; every operation needs the database
             raise unavailable("database")
-        chosen = await operation_type(
-            request_data.query, request_data.operation_name, context.resources.documents
-        )
-        if chosen is DocumentOperation.MUTATION:
-            request.state.mutating = True  # from here its answer must be its outcome
         try:
             result = await self.schema.execute(
                 request_data.query,

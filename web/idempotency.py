@@ -11,8 +11,8 @@ answer lost, or "try again" said) and the mutation runs once; every retry gets t
 - Concurrent requests with one key run once: the later ones wait (PROOFLOOP_IDEMPOTENCY_WAIT_SECONDS) for
   the first's answer, then are told CONFLICT with a Retry-After (HTTP 409).
 - An answer is kept for PROOFLOOP_IDEMPOTENCY_KEY_SECONDS, whatever it says (errors included, as the first
-  request got them), unless nothing ran: a request refused before it executed (the outage known, bad JSON, a
-  document that does not parse) gives its key back, so its retry runs.
+  request got them), unless nothing ran: a request refused before its mutation started (the outage known,
+  bad JSON, a document that does not parse or validate) gives its key back, so its retry runs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from observability.outages import report_failure
+from schema.context import mutation_started
 from services.accounts import authenticate, bearer_token
 from services.idempotency import (
     Answer,
@@ -156,10 +157,10 @@ async def _run_claimed(
     try:
         response = await answer()
     except BaseException:
-        if not getattr(request.state, "mutating", False):
+        if not mutation_started(request):
             await release_key(claim)
         raise
-    if not getattr(request.state, "mutating", False):  # refused before it ran: a retry must run
+    if not mutation_started(request):  # refused before it ran (invalid included): a retry must run
         await release_key(claim)
         return response
     body = response.body if isinstance(response.body, bytes) else bytes(response.body)

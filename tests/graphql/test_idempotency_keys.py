@@ -182,3 +182,18 @@ async def test_an_answer_holding_a_secret_is_never_kept(running: Deployment) -> 
     assert new_token not in again.text
     kept = await running.sql("SELECT answered, body FROM idempotency_keys WHERE key = $1", key)
     assert [(bool(answered), body) for answered, body in kept] == [(True, None)]
+
+
+@pytest.mark.both_backends
+async def test_a_request_refused_before_it_ran_gives_its_key_back(running: Deployment) -> None:
+    """A document that fails validation ran nothing: the key is free for the request the client meant."""
+    token, _ = await running.client().register()
+    key = str(uuid.uuid4())
+    invalid = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id noSuchField } }"
+    async with local_http(base_url=running.url) as http:
+        refused = await post(http, token, key, invalid, {"input": task_input()})
+        meant = await post(http, token, key, CREATE, {"input": task_input()})
+    assert refused.json()["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED", refused.text
+    assert meant.json()["data"]["createTask"]["id"], meant.text
+    assert "idempotent-replayed" not in meant.headers
+    assert await task_count(running, token) == 1
