@@ -51,14 +51,14 @@ lock-check: $(UV_STAMP)
 # the newest versions pyproject.toml allows, in a scratch environment under var/, against the static checks
 # and the unit tests: what the next `make lock --upgrade` would bring, seen before it bites
 UPGRADE := var/upgrade-check
-upgrade-check: $(UV_STAMP)
+upgrade-check: $(DEV_STAMP)
 	rm -rf $(UPGRADE) && mkdir -p $(UPGRADE)
 	$(UV) pip compile pyproject.toml --extra dev --upgrade --quiet --no-header --no-annotate \
 		--python $(PYTHON) -o $(UPGRADE)/newest.txt
-	$(UV) export --frozen --extra dev --no-hashes --no-emit-project --no-header --no-annotate --quiet \
-		| sed 's/ *;.*//' | grep '==' | sort -u > $(UPGRADE)/locked.txt
-	@echo "what the newest allowed versions change (< locked, > newest):"
-	@diff $(UPGRADE)/locked.txt $(UPGRADE)/newest.txt | grep '^[<>]' || echo "  nothing: the lock is current"
+	$(UV) pip freeze --quiet --python $(BIN)/python | grep '==' | LC_ALL=C sort > $(UPGRADE)/locked.txt
+	grep '==' $(UPGRADE)/newest.txt | LC_ALL=C sort > $(UPGRADE)/newest-sorted.txt
+	@echo "what the newest allowed versions change on this machine (< locked, > newest):"
+	@diff $(UPGRADE)/locked.txt $(UPGRADE)/newest-sorted.txt | grep '^[<>]' || echo "  nothing: the lock is current"
 	$(UV) venv --quiet --python $(PYTHON) $(UPGRADE)/venv
 	$(UV) pip install --quiet --python $(UPGRADE)/venv/bin/python -r $(UPGRADE)/newest.txt -e .
 	$(UPGRADE)/venv/bin/ruff check .
