@@ -131,10 +131,10 @@ async def once_by_key(
 ) -> Response:
     """`answer()` run at most once for this user's `key`; a retry gets the first answer. `mutation_fields`
     names the root fields of a request's mutation (None for anything else)."""
-    asked = await fingerprint(request)
-    user_id = await _user_of(request, token_ttl_seconds)
-    fields = await mutation_fields(asked[1]) if asked is not None and user_id is not None else None
-    if asked is None or user_id is None or fields is None:
+    user_id = await _user_of(request, token_ttl_seconds)  # the cheap check first: an anonymous key is ignored
+    asked = await fingerprint(request) if user_id is not None else None
+    fields = await mutation_fields(asked[1]) if asked is not None else None
+    if user_id is None or asked is None or fields is None:
         return await answer()
     claim = await claim_key(user_id, key, asked[0], policy)
     if isinstance(claim, Mismatch):
