@@ -52,9 +52,10 @@ async def task_count(running: Deployment, token: str) -> int:
 async def test_a_retried_mutation_runs_once_and_gets_its_first_answer(running: Deployment) -> None:
     token, _ = await running.client().register()
     key = str(uuid.uuid4())
+    same = {"input": task_input()}  # a retry sends the very request (startsAt moves with the clock)
     async with local_http(base_url=running.url) as http:
-        first = await post(http, token, key, CREATE, {"input": task_input()})
-        again = await post(http, token, f'"{key}"', CREATE, {"input": task_input()})  # quoted: the same key
+        first = await post(http, token, key, CREATE, same)
+        again = await post(http, token, f'"{key}"', CREATE, same)  # quoted: the same key
         other = await post(http, token, str(uuid.uuid4()), CREATE, {"input": task_input()})
     assert first.status_code == 200 and "idempotent-replayed" not in first.headers, first.text
     assert first.json()["data"]["createTask"]["id"], first.text
@@ -69,9 +70,8 @@ async def test_concurrent_requests_with_one_key_run_once(running: Deployment) ->
     token, _ = await running.client().register()
     key = str(uuid.uuid4())
     async with local_http(base_url=running.url, timeout=60) as http:
-        answers = await asyncio.gather(
-            *(post(http, token, key, CREATE, {"input": task_input()}) for _ in range(8))
-        )
+        same = {"input": task_input()}
+        answers = await asyncio.gather(*(post(http, token, key, CREATE, same) for _ in range(8)))
     assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
     assert len({a.json()["data"]["createTask"]["id"] for a in answers}) == 1
     assert sum("idempotent-replayed" not in a.headers for a in answers) == 1  # one ran, seven were told
