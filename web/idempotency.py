@@ -118,7 +118,7 @@ async def _file_digest(part: UploadFile) -> bytes:
 
 # mutations whose answer holds a secret shown only once (a bearer token, a signing secret): their answers
 # are never kept at rest, so a retry is told the mutation ran instead of being shown the secret again
-SHOWN_ONCE = frozenset({"changePassword", "connectIntegration", "registerWebhook", "resetPassword"})
+SHOWN_ONCE = frozenset({"changePassword", "connectIntegration", "registerWebhook"})
 
 
 async def once_by_key(

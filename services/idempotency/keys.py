@@ -40,7 +40,8 @@ class Claimed:
 
 @dataclass(frozen=True)
 class Answer:
-    """The kept answer of the first request with this key (body None: it was too large to keep)."""
+    """The kept answer of the first request with this key (body None: not kept, being over the size limit
+    or holding a secret shown once)."""
 
     status_code: int
     media_type: str | None
