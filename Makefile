@@ -20,7 +20,7 @@ GRAPHIQL_ASSETS := web/static/graphiql/vendor/graphiql.min.js
 CONTRACT ?= ../shared/api.graphql
 CHECK_CONTRACT ?= ../shared/tools/check_contract.py
 
-.PHONY: install install-service run test suite test-fast unit test-loaded test-each test-sample lint lock \
+.PHONY: install install-service run test suite test-fast unit test-loaded test-each test-sample lint lock schema-changes schema-release \
 	lock-check upgrade-check typecheck schema schema-check docs bench demo clean
 
 $(UV_STAMP):
@@ -109,10 +109,18 @@ schema-check: install
 	@if [ -f $(CHECK_CONTRACT) ]; then $(BIN)/python $(CHECK_CONTRACT) schema.graphql $(CONTRACT); \
 		else echo "contract checker not found at $(CHECK_CONTRACT): skipped"; fi
 
+# Nothing a released client uses may break (docs/schema/changes.md): graphql-inspector diffs schema.graphql
+# against the last released schema; `make schema-release` makes the current one the released one
+schema-changes: install $(CLIENT_CHECKS)
+	@$(BIN)/python -m harness.schema_changes
+
+schema-release: schema
+	cp schema.graphql docs/schema/released.graphql
+
 # the whole suite: the static checks run beside the tests (`make -j`; about 20 s of one core, while the
 # tests start), and make fails if either does
 test: install $(CLIENT_CHECKS)
-	@$(MAKE) --no-print-directory -j 4 lock-check lint typecheck schema-check suite
+	@$(MAKE) --no-print-directory -j 4 lock-check lint typecheck schema-check schema-changes suite
 
 # pytest in TEST_PROCESSES processes on two cores: most tests wait on real deadlines (1 s intervals) and
 # leave the CPU idle, so six fill the two cores where four leave a quarter idle (docs/testing.md has the
@@ -138,7 +146,7 @@ test-sample: install $(CLIENT_CHECKS)
 # while editing: the static checks beside the unit tests (marked `unit`: they start no server process and
 # need no PostgreSQL or Redis)
 test-fast: install
-	@$(MAKE) --no-print-directory -j 4 lint typecheck schema-check unit
+	@$(MAKE) --no-print-directory -j 4 lint typecheck schema-check schema-changes unit
 
 unit: install
 	$(BIN)/pytest -n 2 -m unit -q tests

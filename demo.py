@@ -46,38 +46,50 @@ SUBSCRIPTION = (
     "subscription { verificationEvents { id type taskTitle instanceStatus occurredAt user { displayName } } }"
 )
 
-REGISTER = """mutation($e: String!, $p: String!, $n: String!) {
-  register(email: $e, password: $p, displayName: $n) { token user { id } } }"""
-INVITE = "mutation($e: String!) { invitePartner(email: $e) { id } }"
-ACCEPT = "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }"
-VERIFY = "mutation($t: String!) { verifyEmail(token: $t) { id } }"
+REFUSED = "userErrors { field code message }"  # every mutation's payload: what refused it, if anything
+REGISTER = f"""mutation($e: String!, $p: String!, $n: String!) {{
+  accountRegister(input: {{email: $e, password: $p, displayName: $n}}) {{
+    token user {{ id }} {REFUSED} }} }}"""
+INVITE = f"""mutation($e: String!) {{
+  partnershipInvite(input: {{email: $e}}) {{ partnership {{ id }} {REFUSED} }} }}"""
+ACCEPT = f"""mutation($id: ID!) {{
+  partnershipRespond(input: {{partnershipId: $id, accept: true}}) {{
+    partnership {{ status }} {REFUSED} }} }}"""
+VERIFY = f"mutation($t: String!) {{ emailVerify(input: {{token: $t}}) {{ user {{ id }} {REFUSED} }} }}"
 MAIL_WAIT_SECONDS = 30
 _TOKEN = re.compile(r"verify-email\?token=([A-Za-z0-9_\-]+)")
-CREATE_TASK = "mutation($input: CreateTaskInput!) { createTask(input: $input) { id title method } }"
+CREATE_TASK = f"""mutation($input: TaskCreateInput!) {{
+  taskCreate(input: $input) {{ task {{ id title method }} {REFUSED} }} }}"""
 CURRENT = "query($id: ID!) { task(id: $id) { currentInstance { id isOpen } } }"
 VERDICT = "id status reason"
 CHECK_IN = f"""mutation($i: ID!, $at: GeoPointInput!) {{
-  checkIn(instanceId: $i, location: $at, accuracyMeters: 10) {{ {VERDICT} distanceMeters }} }}"""
-SUBMIT_PHOTO = (
-    f"mutation($i: ID!, $photo: Upload!) {{ submitPhoto(instanceId: $i, photo: $photo) {{ {VERDICT} }} }}"
-)
-REQUEST_REVIEW = (
-    f'mutation($i: ID!) {{ requestReview(instanceId: $i, note: "done, honestly") {{ {VERDICT} }} }}'
-)
-REVIEW = f"mutation($v: ID!, $ok: Boolean!) {{ review(verificationId: $v, approve: $ok) {{ {VERDICT} }} }}"
-APPEAL = f'mutation($i: ID!) {{ appeal(instanceId: $i, note: "my phone died at the door") {{ {VERDICT} }} }}'
+  proofCheckIn(input: {{instanceId: $i, location: $at, accuracyMeters: 10}}) {{
+    verification {{ {VERDICT} distanceMeters }} {REFUSED} }} }}"""
+SUBMIT_PHOTO = f"""mutation($input: ProofPhotoSubmitInput!) {{
+  proofPhotoSubmit(input: $input) {{ verification {{ {VERDICT} }} {REFUSED} }} }}"""
+REQUEST_REVIEW = f"""mutation($i: ID!) {{
+  reviewRequest(input: {{instanceId: $i, note: "done, honestly"}}) {{
+    verification {{ {VERDICT} }} {REFUSED} }} }}"""
+REVIEW = f"""mutation($v: ID!, $ok: Boolean!) {{
+  reviewDecide(input: {{verificationId: $v, approve: $ok}}) {{ verification {{ {VERDICT} }} {REFUSED} }} }}"""
+APPEAL = f"""mutation($i: ID!) {{
+  appealCreate(input: {{instanceId: $i, note: "my phone died at the door"}}) {{
+    verification {{ {VERDICT} }} {REFUSED} }} }}"""
 LATEST = "query($id: ID!) { task(id: $id) { instances(first: 1) { edges { node { id status } } } } }"
 # Alice's own nudges: when a window opens, and 10 s before each due time
 REMINDERS = [{"before": "OPENS", "offsetSeconds": 0}, {"before": "DUE", "offsetSeconds": 10}]
 APPEALED_WALK = "Evening walk"
-REGISTER_WEBHOOK = """mutation($url: String!, $secret: String!, $types: [EventType!]) {
-  registerWebhook(input: {url: $url, secret: $secret, eventTypes: $types}) { webhook { id } } }"""
+REGISTER_WEBHOOK = f"""mutation($url: String!, $secret: String!, $types: [EventType!]) {{
+  webhookRegister(input: {{url: $url, secret: $secret, eventTypes: $types}}) {{
+    webhook {{ id }} {REFUSED} }} }}"""
 EXIF_IFD, DATETIME_ORIGINAL, OFFSET_ORIGINAL = 0x8769, 0x9003, 0x9011
 CASINO = {"latitude": 52.5300, "longitude": 13.4200}
-REPORT = """mutation($i: ID!, $s: [LocationSampleInput!]!) {
-  reportLocations(instanceId: $i, samples: $s) { accepted } }"""
-BREAK = """mutation($in: ScheduleBreakInput!) { scheduleBreak(input: $in) { startsOn endsOn } }"""
-CONNECT = "mutation($id: ID!) { connectIntegration(taskId: $id) { endpointUrl secret } }"
+REPORT = f"""mutation($i: ID!, $s: [LocationSampleInput!]!) {{
+  proofLocationsReport(input: {{instanceId: $i, samples: $s}}) {{ report {{ accepted }} {REFUSED} }} }}"""
+BREAK = f"""mutation($in: TaskBreakScheduleInput!) {{
+  taskBreakSchedule(input: $in) {{ breaks {{ startsOn endsOn }} {REFUSED} }} }}"""
+CONNECT = f"""mutation($id: ID!) {{
+  integrationConnect(input: {{taskId: $id}}) {{ connection {{ endpointUrl secret }} {REFUSED} }} }}"""
 RUN = {"activityTypes": ["run"], "minDurationSeconds": 600}
 # what a partner's phone is told while the app is closed
 PARTNER_NOTIFICATIONS = ["REVIEW_REQUESTED", "APPEAL_REQUESTED", "MISSED", "VERIFIED"]
@@ -113,14 +125,23 @@ class Api:
         body = {"query": document, "variables": variables or {}}
         return self._result(self.http.post(self.endpoint, json=body, headers=_auth(token)))
 
-    def upload(self, document: str, variables: dict[str, Any], name: str, data: bytes, token: str) -> Any:
-        """A GraphQL multipart request: the file goes in variables.<name>."""
+    def mutate(self, document: str, variables: dict[str, Any] | None = None, token: str | None = None) -> Any:
+        """The payload of a document's one mutation; DemoError with its first user error, if refused."""
+        (payload,) = self.run(document, variables, token).values()
+        return _done(payload)
+
+    def upload(self, document: str, input: dict[str, Any], name: str, data: bytes, token: str) -> Any:
+        """A GraphQL multipart request: the file goes in variables.input.<name>; the mutation's payload."""
         files: dict[str, tuple[str | None, bytes | str] | tuple[str | None, bytes | str, str]] = {
-            "operations": (None, json.dumps({"query": document, "variables": {**variables, name: None}})),
-            "map": (None, json.dumps({"0": [f"variables.{name}"]})),
+            "operations": (
+                None,
+                json.dumps({"query": document, "variables": {"input": {**input, name: None}}}),
+            ),
+            "map": (None, json.dumps({"0": [f"variables.input.{name}"]})),
             "0": (f"{name}.jpg", data, "image/jpeg"),
         }
-        return self._result(self.http.post(self.endpoint, files=files, headers=_auth(token)))
+        (payload,) = self._result(self.http.post(self.endpoint, files=files, headers=_auth(token))).values()
+        return _done(payload)
 
     @staticmethod
     def _result(response: httpx.Response) -> Any:
@@ -130,13 +151,19 @@ class Api:
         return payload["data"]
 
 
+def _done(payload: dict[str, Any]) -> Any:
+    if payload["userErrors"]:
+        raise DemoError(payload["userErrors"][0]["message"])
+    return payload
+
+
 def _auth(token: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def register(api: Api, name: str) -> Account:
     email = f"demo-{name.lower()}-{uuid.uuid4().hex[:8]}@example.com"
-    data = api.run(REGISTER, {"e": email, "p": PASSWORD, "n": name})["register"]
+    data = api.mutate(REGISTER, {"e": email, "p": PASSWORD, "n": name})
     return Account(name, email, data["token"], data["user"]["id"])
 
 
@@ -162,9 +189,9 @@ def token_from_mail_dir(mail_dir: Path) -> VerificationToken:
 
 
 def partner_up(api: Api, owner: Account, partner: Account, mailed_token: VerificationToken) -> None:
-    partnership = api.run(INVITE, {"e": partner.email}, owner.token)["invitePartner"]
-    api.run(VERIFY, {"t": mailed_token(partner.email)})  # only a verified address may accept
-    api.run(ACCEPT, {"id": partnership["id"]}, partner.token)
+    partnership = api.mutate(INVITE, {"e": partner.email}, owner.token)["partnership"]
+    api.mutate(VERIFY, {"t": mailed_token(partner.email)})  # only a verified address may accept
+    api.mutate(ACCEPT, {"id": partnership["id"]}, partner.token)
 
 
 class Phone:
@@ -211,7 +238,7 @@ def connect_phone(api: Api, partner: Account) -> Phone | None:
     phone = Phone(partner.name)
     variables = {"url": phone.url, "secret": phone.secret, "types": PARTNER_NOTIFICATIONS}
     try:
-        api.run(REGISTER_WEBHOOK, variables, partner.token)
+        api.mutate(REGISTER_WEBHOOK, variables, partner.token)
     except DemoError as exc:  # production address rules: http:// to this machine is `make run`'s alone
         print(f"({partner.name}'s phone is not connected: {exc})", flush=True)
         phone.close()
@@ -263,10 +290,10 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
     for task_input in inputs:
         schedule = this_week() if "quota" in task_input else every_minute()
         task_input = {**task_input, "schedule": schedule, "reminders": REMINDERS}
-        created = api.run(CREATE_TASK, {"input": task_input}, owner.token)
-        task = DemoTask(created["createTask"]["id"], task_input["title"], task_input["method"])
+        created = api.mutate(CREATE_TASK, {"input": task_input}, owner.token)["task"]
+        task = DemoTask(created["id"], task_input["title"], task_input["method"])
         if task.method == "INTEGRATION":  # Alice's watch gets the run's endpoint and secret
-            connection = api.run(CONNECT, {"id": task.id}, owner.token)["connectIntegration"]
+            connection = api.mutate(CONNECT, {"id": task.id}, owner.token)["connection"]
             task.integration = (connection["endpointUrl"], connection["secret"])
         tasks.append(task)
     # a week off the stretching, starting in a week: it shows on the task, its days are not due
@@ -277,7 +304,7 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
         "startsOn": week.isoformat(),
         "endsOn": (week + timedelta(days=6)).isoformat(),
     }
-    api.run(BREAK, {"in": off}, owner.token)
+    api.mutate(BREAK, {"in": off}, owner.token)
     return tasks
 
 
@@ -312,7 +339,7 @@ def create_walk(api: Api, owner: Account) -> DemoTask:
     starts_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
     schedule = {"startsAt": starts_at.isoformat(), "timezone": "UTC", "windowSeconds": 2, "graceSeconds": 0}
     task_input = {"title": APPEALED_WALK, "method": "PHOTO", "schedule": schedule}
-    created = api.run(CREATE_TASK, {"input": task_input}, owner.token)["createTask"]
+    created = api.mutate(CREATE_TASK, {"input": task_input}, owner.token)["task"]
     return DemoTask(created["id"], APPEALED_WALK, "PHOTO")
 
 
@@ -323,8 +350,8 @@ def appeal_when_missed(api: Api, walk: DemoTask, alice: Account, bob: Account) -
         return
     instance_id = edges[0]["node"]["id"]
     walk.handled.add(instance_id)
-    appealed = api.run(APPEAL, {"i": instance_id}, alice.token)["appeal"]
-    decided = api.run(REVIEW, {"v": appealed["id"], "ok": True}, bob.token)["review"]
+    appealed = api.mutate(APPEAL, {"i": instance_id}, alice.token)["verification"]
+    decided = api.mutate(REVIEW, {"v": appealed["id"], "ok": True}, bob.token)["verification"]
     line = f"MISSED; appealed, {bob.name} upholds: {_verdict(decided)}"
     print(f"{datetime.now():%H:%M:%S}  {walk.title:<17} {line}", flush=True)
 
@@ -359,29 +386,29 @@ def prove(
     if task.title == "No casino":
         where = DOWN_THE_ROAD if turn == 0 else CASINO  # her phone's location, sent in the background
         fix = {**where, "accuracyMeters": 15, "recordedAt": datetime.now(UTC).isoformat()}
-        api.run(REPORT, {"i": instance_id, "s": [fix]}, alice.token)
+        api.mutate(REPORT, {"i": instance_id, "s": [fix]}, alice.token)
         return f"location sample {'away from' if turn == 0 else 'inside'} the casino: judged at the due time"
     if task.title == "Gym 3x a week":
         at_gym = {"i": instance_id, "at": GYM}
-        verdicts = [_verdict(api.run(CHECK_IN, at_gym, alice.token)["checkIn"]) for _ in range(3)]
+        verdicts = [_verdict(api.mutate(CHECK_IN, at_gym, alice.token)["verification"]) for _ in range(3)]
         week = api.run(INSTANCE_PROGRESS, {"i": instance_id}, alice.token)["instance"]
         counted = f"{week['proofsCounted']} of 3, {week['status']}"
         return f"three gym check-ins this week ({', '.join(verdicts)}): {counted}"
     if task.method == "GPS":
         where = GYM if turn == 0 else DOWN_THE_ROAD
-        result = api.run(CHECK_IN, {"i": instance_id, "at": where}, alice.token)["checkIn"]
+        result = api.mutate(CHECK_IN, {"i": instance_id, "at": where}, alice.token)["verification"]
         return f"check-in {result['distanceMeters']:.0f} m from the gym: {_verdict(result)}"
     if task.method == "PHOTO":
-        result = api.upload(SUBMIT_PHOTO, {"i": instance_id}, "photo", fresh_photo(rng), alice.token)
-        return f"photo: {_verdict(result['submitPhoto'])}"
+        result = api.upload(SUBMIT_PHOTO, {"instanceId": instance_id}, "photo", fresh_photo(rng), alice.token)
+        return f"photo: {_verdict(result['verification'])}"
     if task.method == "INTEGRATION":
         minutes = 30 if turn == 0 else 4  # the rule asks for 10 minutes at least
         return (
             f"Alice's watch reports a {minutes}-minute run: {_verdict(watch_reports_run(api, task, minutes))}"
         )
-    requested = api.run(REQUEST_REVIEW, {"i": instance_id}, alice.token)["requestReview"]
+    requested = api.mutate(REQUEST_REVIEW, {"i": instance_id}, alice.token)["verification"]
     approve = turn == 0
-    decided = api.run(REVIEW, {"v": requested["id"], "ok": approve}, bob.token)["review"]
+    decided = api.mutate(REVIEW, {"v": requested["id"], "ok": approve}, bob.token)["verification"]
     return f"review requested; {bob.name} {'approves' if approve else 'rejects'}: {_verdict(decided)}"
 
 

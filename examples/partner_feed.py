@@ -20,7 +20,9 @@ from gql import Client, GraphQLRequest
 from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.websockets import WebsocketsTransport
 
-LOGIN = "mutation($e: String!, $p: String!) { login(email: $e, password: $p) { token user { displayName } } }"
+LOGIN = """mutation($e: String!, $p: String!) {
+  sessionCreate(input: {email: $e, password: $p}) { token user { displayName } userErrors { message } }
+}"""
 FEED = """subscription($user: ID) {
   verificationEvents(userId: $user) { id type occurredAt taskTitle instanceStatus dueAt user { displayName } }
 }"""
@@ -44,7 +46,10 @@ async def login(url: str, email: str, password: str) -> tuple[str, str]:
     transport = AIOHTTPTransport(url=f"{url}/graphql")
     async with Client(transport=transport) as session:
         result = await session.execute(GraphQLRequest(LOGIN, variable_values={"e": email, "p": password}))
-    return result["login"]["token"], result["login"]["user"]["displayName"]
+    signed_in = result["sessionCreate"]
+    if signed_in["userErrors"]:
+        raise SystemExit(f"sign-in refused: {signed_in['userErrors'][0]['message']}")
+    return signed_in["token"], signed_in["user"]["displayName"]
 
 
 def feed_line(event: dict[str, Any]) -> str:

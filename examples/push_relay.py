@@ -7,8 +7,9 @@ notification per recipient device to a push service.
 `devices.json` maps a recipient's User id to its device tokens: {"<User id>": ["<token>", ...]}. Register
 the relay as a webhook of each user it serves (under `make run`, http:// on localhost is allowed):
 
-    mutation { registerWebhook(input: {url: "http://127.0.0.1:8787/", secret: "<secret>",
-        eventTypes: [DUE_SOON, REVIEW_REQUESTED, APPEAL_REQUESTED, MISSED, VERIFIED]}) { webhook { id } } }
+    mutation { webhookRegister(input: {url: "http://127.0.0.1:8787/", secret: "<secret>",
+        eventTypes: [DUE_SOON, REVIEW_REQUESTED, APPEAL_REQUESTED, MISSED, VERIFIED]}) {
+      webhook { id } userErrors { message } } }
 
 Each notification is POSTed to --push-url as JSON {"to", "title", "body", "data"}; adapt `forward` to your
 push service's API (FCM, APNs, a vendor's). Without --push-url it prints them. A delivery that cannot be

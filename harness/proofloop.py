@@ -419,6 +419,23 @@ class GraphQLFailure(Exception):
         return str(self.errors[0].get("message"))
 
 
+def done(data: dict[str, Any], mutation: str) -> dict[str, Any]:
+    """A payload mutation's payload, or GraphQLFailure with its userErrors (as the first shape raised them)."""
+    payload: dict[str, Any] = data[mutation]
+    refused = payload.get("userErrors") or []
+    if refused:
+        raise GraphQLFailure(
+            [
+                {
+                    "message": e.get("message"),
+                    "extensions": {"code": e.get("code"), "field": ".".join(e.get("field") or []) or None},
+                }
+                for e in refused
+            ]
+        )
+    return payload
+
+
 class ApiClient:
     """Runs GraphQL documents against the server over real HTTP with gql, as a given user."""
 
@@ -443,13 +460,15 @@ class ApiClient:
         upload_files: bool = False,
         headers: dict[str, str] | None = None,
         timeout: float = ANSWER_SECONDS,
+        operation_name: str | None = None,
     ) -> dict[str, Any]:
-        """The document's data; GraphQLFailure with its errors. `timeout`: seconds to wait for the answer."""
+        """The document's data (of its operation `operation_name`, when it holds several); GraphQLFailure
+        with its errors. `timeout`: seconds to wait for the answer."""
         headers = {**(headers or {}), **({"Authorization": f"Bearer {token}"} if token else {})}
         transport = AIOHTTPTransport(url=f"{self.url}/graphql", headers=headers)
         client = Client(transport=transport, fetch_schema_from_transport=False, execute_timeout=timeout)
         async with client as session:
-            request = GraphQLRequest(document, variable_values=variables)
+            request = GraphQLRequest(document, variable_values=variables, operation_name=operation_name)
             try:
                 result: dict[str, Any] = await session.execute(request, upload_files=upload_files)
             except TransportQueryError as exc:
@@ -461,11 +480,14 @@ class ApiClient:
         name = name or f"user-{uuid.uuid4().hex[:8]}"
         data = await self.execute(
             """mutation($e: String!, $p: String!, $n: String!, $tz: String) {
-                 register(email: $e, password: $p, displayName: $n, timezone: $tz) { token user { id email } }
+                 accountRegister(input: {email: $e, password: $p, displayName: $n, timezone: $tz}) {
+                   token user { id email } userErrors { field code message }
+                 }
                }""",
             {"e": f"{name}@example.com", "p": "correct horse battery", "n": name, "tz": timezone},
         )
-        return data["register"]["token"], data["register"]["user"]
+        registered = done(data, "accountRegister")
+        return registered["token"], registered["user"]
 
     async def verify_email(self, email: str) -> None:
         """Follow the verification link mailed to `email` (the worker delivers it to the test's mailbox)."""
@@ -473,9 +495,10 @@ class ApiClient:
 
         assert self.mailbox is not None, "this client has no mailbox to read the link from"
         mail = await self.mailbox.wait_for(email, "Confirm your email")
-        await self.execute(
-            "mutation($t: String!) { verifyEmail(token: $t) { id } }", {"t": mailed_token(mail)}
+        verify = (
+            "mutation($t: String!) { emailVerify(input: {token: $t}) { userErrors { field code message } } }"
         )
+        done(await self.execute(verify, {"t": mailed_token(mail)}), "emailVerify")
 
     async def register_verified(self, name: str | None = None) -> tuple[str, dict[str, Any]]:
         token, user = await self.register(name)
@@ -486,8 +509,10 @@ class ApiClient:
 # Proofs, partners and reviews: tasks whose window is open now, partner pairs, and file uploads.
 
 BERLIN = (52.52, 13.405)
-TASK_WITH_INSTANCE = """mutation($input: CreateTaskInput!) {
-  createTask(input: $input) { id currentInstance { id status dueAt opensAt closesAt } }
+TASK_WITH_INSTANCE = """mutation($input: TaskCreateInput!) {
+  taskCreate(input: $input) {
+    task { id currentInstance { id status dueAt opensAt closesAt } } userErrors { field code message }
+  }
 }"""
 
 
@@ -525,7 +550,9 @@ async def create_open_task(
     }
     task_input.update(task_rules(method))
     task_input.update(rules)
-    task = (await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token))["createTask"]
+    task = done(await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token), "taskCreate")[
+        "task"
+    ]
     return task["id"], task["currentInstance"]["id"]
 
 
@@ -551,7 +578,8 @@ async def act_before_deadline(
         task_input = {"title": f"{method.title()} task", "method": method, "schedule": schedule}
         task_input.update(task_rules(method))
         task_input.update(rules)
-        task = (await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token))["createTask"]
+        created = await api.execute(TASK_WITH_INSTANCE, {"input": task_input}, token=token)
+        task = done(created, "taskCreate")["task"]
         instance = task["currentInstance"]
         closes = datetime.fromisoformat(instance["closesAt"])
         try:
@@ -572,15 +600,20 @@ async def partner_pair(api: ApiClient) -> tuple[str, str, str, str]:
     owner_token, owner = await api.register()
     partner_token, partner = await api.register_verified()
     invite = await api.execute(
-        "mutation($e: String!) { invitePartner(email: $e) { id } }",
+        """mutation($e: String!) {
+             partnershipInvite(input: {email: $e}) { partnership { id } userErrors { field code message } }
+           }""",
         {"e": partner["email"]},
         token=owner_token,
     )
-    await api.execute(
-        "mutation($id: ID!) { respondToInvite(partnershipId: $id, accept: true) { status } }",
-        {"id": invite["invitePartner"]["id"]},
+    accept = await api.execute(
+        """mutation($id: ID!) {
+             partnershipRespond(input: {partnershipId: $id, accept: true}) { userErrors { field code message } }
+           }""",
+        {"id": done(invite, "partnershipInvite")["partnership"]["id"]},
         token=partner_token,
     )
+    done(accept, "partnershipRespond")
     return owner_token, owner["id"], partner_token, partner["id"]
 
 

@@ -46,8 +46,9 @@ class AgendaQueries:
         request = page_request(
             info, AGENDA_ORDER, first=first, after=after, last=last, before=before, default=20
         )
-        page = await keyset_page(agenda(access, user_ids, from_, to), AGENDA_ORDER, request)
-        return AgendaConnection.of(page)
+        query = agenda(access, user_ids, from_, to)
+        page = await keyset_page(query, AGENDA_ORDER, request)
+        return AgendaConnection.of(page, query.count)
 
     @strawberry.field(permission_classes=[IsAuthenticated])
     async def badges(self, info: Info) -> Badges:

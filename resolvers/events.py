@@ -10,6 +10,7 @@ from models import Event as EventRow
 from realtime.subscribers import EndReason, Handoff, Subscriber
 from resolvers.permissions import IsAuthenticated
 from schema.context import Context, Info
+from schema.deprecations import list_replaced_by
 from schema.types.event import VerificationEvent
 from schema.types.pagination import Connection, page_request
 from services.feed import feeds
@@ -65,6 +66,7 @@ class EventQueries:
     @strawberry.field(
         permission_classes=[IsAuthenticated],
         description="history visible to you, oldest first; before/last page back from the newest",
+        deprecation_reason=list_replaced_by("eventsConnection"),
     )
     async def events(
         self,
@@ -116,8 +118,9 @@ class EventQueries:
         scope = await feeds.feed_scope(
             await info.context.access(), _optional_id(user_id), _optional_id(task_id)
         )
-        page = await keyset_page(feeds.scope_query(scope), order, request)
-        return Connection.of(page, order, lambda row: VerificationEvent(row=row))
+        query = feeds.scope_query(scope)
+        page = await keyset_page(query, order, request)
+        return Connection.of(page, order, lambda row: VerificationEvent(row=row), query.count)
 
 
 @strawberry.type

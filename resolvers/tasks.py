@@ -8,13 +8,22 @@ from models import Task as TaskRow
 from models import TaskState as TaskStateRow
 from resolvers.permissions import IsAuthenticated
 from schema.context import Context, Info
+from schema.deprecations import replaced_by
 from schema.enums import TaskState
 from schema.inputs import CreateTaskInput, ScheduleBreakInput, UpdateTaskInput
 from schema.types.instance import TaskInstance
 from schema.types.pagination import PageInfo, page_request
+from schema.types.payloads import (
+    EXPECTED,
+    MutationInput,
+    MutationPayload,
+    UserError,
+    fits_client_mutation_id,
+    settle,
+)
 from schema.types.task import Task, TaskConnection, TaskEdge
 from schema.types.task_break import TaskBreak
-from services.kit import NotFound, ProofloopError, decode_id, keyset_page
+from services.kit import NotFound, ProofloopError, decode_id, global_id, keyset_page
 from services.partners import require_visible_task, visible_instance
 from services.tasks import TASK_ORDER, TaskDraft, end_break, schedule_break, tasks
 
@@ -80,106 +89,265 @@ class TaskQueries:
         return TaskInstance(row=found[0], task_row=found[1]) if found else None
 
 
+@strawberry.input(description="a new task")
+class TaskCreateInput(MutationInput, CreateTaskInput):
+    pass
+
+
+@strawberry.input(description="the task to change, and what to change")
+class TaskUpdateInput(MutationInput, UpdateTaskInput):
+    id: strawberry.ID
+
+
+@strawberry.input
+class TaskInput(MutationInput):
+    id: strawberry.ID
+
+
+@strawberry.input
+class TaskPendingChangeCancelInput(MutationInput):
+    task_id: strawberry.ID
+
+
+@strawberry.input
+class TaskBreakScheduleInput(MutationInput, ScheduleBreakInput):
+    pass
+
+
+@strawberry.input
+class TaskBreakEndInput(MutationInput):
+    id: strawberry.ID
+
+
+@strawberry.type
+class TaskPayload(MutationPayload):
+    task: Task | None = None
+
+
+@strawberry.type
+class TaskDeletePayload(MutationPayload):
+    deleted_task_id: strawberry.ID | None = strawberry.field(
+        default=None, description="the task, deleted now (evict it from a cache)"
+    )
+    task: Task | None = strawberry.field(
+        default=None,
+        description="the task still there, when its deletion waits out your commitment horizon "
+        "(task.pendingChange.delete)",
+    )
+
+
+@strawberry.type
+class TaskBreakSchedulePayload(MutationPayload):
+    breaks: list[TaskBreak] | None = strawberry.field(default=None, description="one per task")
+
+
+@strawberry.type
+class TaskBreakEndPayload(MutationPayload):
+    task_break: TaskBreak | None = None
+
+
+async def create_task(info: Info, input: CreateTaskInput) -> Task:
+    # a document of several fields creating tasks is done as one set: create_tasks_together
+    settings = info.context.settings
+    viewer = await info.context.viewer()
+    created = await tasks.create_task_planned(
+        viewer,
+        input.to_draft(viewer.timezone),
+        min_interval_seconds=settings.min_interval_seconds,
+        timing=info.context.policies.chain,
+        max_tasks=settings.max_tasks_per_user,
+    )
+    return _created_result(info.context, created)
+
+
+async def update_task(info: Info, id: strawberry.ID, input: UpdateTaskInput) -> Task:
+    settings = info.context.settings
+    row = await tasks.update_task(
+        await info.context.viewer(),
+        str(id),
+        input.to_patch(),
+        min_interval_seconds=settings.min_interval_seconds,
+        timing=info.context.policies.chain,
+        horizon_day=info.context.policies.horizon_day,
+    )
+    return Task(row=row)
+
+
+async def pause_task(info: Info, id: strawberry.ID) -> Task:
+    row = await tasks.pause_task(
+        await info.context.viewer(),
+        str(id),
+        timing=info.context.policies.chain,
+        horizon_day=info.context.policies.horizon_day,
+    )
+    return Task(row=row)
+
+
+async def resume_task(info: Info, id: strawberry.ID) -> Task:
+    row = await tasks.resume_task(await info.context.viewer(), str(id), timing=info.context.policies.chain)
+    return Task(row=row)
+
+
+async def delete_task(info: Info, id: strawberry.ID) -> TaskDeletePayload:
+    waiting = await tasks.delete_task(
+        await info.context.viewer(),
+        str(id),
+        timing=info.context.policies.chain,
+        horizon_day=info.context.policies.horizon_day,
+    )
+    if waiting is not None:
+        return TaskDeletePayload(task=Task(row=waiting))
+    return TaskDeletePayload(deleted_task_id=strawberry.ID(global_id("Task", decode_id(id, "Task"))))
+
+
+async def cancel_pending_change(info: Info, task_id: strawberry.ID) -> Task:
+    row = await tasks.cancel_pending_change(
+        await info.context.viewer(), str(task_id), timing=info.context.policies.chain
+    )
+    return Task(row=row)
+
+
+async def plan_break(info: Info, input: ScheduleBreakInput) -> list[TaskBreak]:
+    rows = await schedule_break(
+        await info.context.viewer(),
+        input.to_request(),
+        timing=info.context.policies.chain,
+        horizon_day=info.context.policies.horizon_day,
+    )
+    return [TaskBreak(row=row) for row in rows]
+
+
+async def end_task_break(info: Info, id: strawberry.ID) -> TaskBreak:
+    row = await end_break(await info.context.viewer(), str(id), timing=info.context.policies.chain)
+    return TaskBreak(row=row)
+
+
+PAUSE = "with a commitment horizon, an ACTIVE task's pause waits (Task.pendingChange.pause)"
+UPDATE = "easier parts wait out your commitment horizon (Task.pendingChange); the rest apply now"
+DELETE = "with a commitment horizon, an ACTIVE task's deletion waits (Task.pendingChange.delete)"
+CANCEL = "drops the task's pending change (one already in effect has applied)"
+BREAK = (
+    "plans days off for a task (or all of yours): under a commitment horizon a break applies only from "
+    "the horizon's end; returns one break per task"
+)
+END_BREAK = "ends a break now (one not begun is dropped): harder, so it applies at once"
+
+
 @strawberry.type
 class TaskMutations:
     @strawberry.mutation(permission_classes=[IsAuthenticated])
-    async def create_task(self, info: Info, input: CreateTaskInput) -> Task:
-        # a document of several createTask fields is done as one set: create_tasks_together
-        settings = info.context.settings
-        viewer = await info.context.viewer()
-        created = await tasks.create_task_planned(
-            viewer,
-            input.to_draft(viewer.timezone),
-            min_interval_seconds=settings.min_interval_seconds,
-            timing=info.context.policies.chain,
-            max_tasks=settings.max_tasks_per_user,
-        )
-        return _created_result(info.context, created)
+    async def task_create(self, info: Info, input: TaskCreateInput) -> TaskPayload:
+        async def work() -> TaskPayload:
+            return TaskPayload(task=await create_task(info, input))
 
-    @strawberry.mutation(
-        permission_classes=[IsAuthenticated],
-        description="easier parts wait out your commitment horizon (Task.pendingChange); the rest apply now",
-    )
-    async def update_task(self, info: Info, id: strawberry.ID, input: UpdateTaskInput) -> Task:
-        settings = info.context.settings
-        row = await tasks.update_task(
-            await info.context.viewer(),
-            str(id),
-            input.to_patch(),
-            min_interval_seconds=settings.min_interval_seconds,
-            timing=info.context.policies.chain,
-            horizon_day=info.context.policies.horizon_day,
-        )
-        return Task(row=row)
+        return await settle(TaskPayload, input, work)
 
-    @strawberry.mutation(
-        permission_classes=[IsAuthenticated],
-        description="with a commitment horizon, an ACTIVE task's pause waits (Task.pendingChange.pause)",
-    )
-    async def pause_task(self, info: Info, id: strawberry.ID) -> Task:
-        row = await tasks.pause_task(
-            await info.context.viewer(),
-            str(id),
-            timing=info.context.policies.chain,
-            horizon_day=info.context.policies.horizon_day,
-        )
-        return Task(row=row)
+    @strawberry.mutation(permission_classes=[IsAuthenticated], description=UPDATE)
+    async def task_update(self, info: Info, input: TaskUpdateInput) -> TaskPayload:
+        async def work() -> TaskPayload:
+            return TaskPayload(task=await update_task(info, input.id, input))
+
+        return await settle(TaskPayload, input, work)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], description=PAUSE)
+    async def task_pause(self, info: Info, input: TaskInput) -> TaskPayload:
+        async def work() -> TaskPayload:
+            return TaskPayload(task=await pause_task(info, input.id))
+
+        return await settle(TaskPayload, input, work)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated])
-    async def resume_task(self, info: Info, id: strawberry.ID) -> Task:
-        row = await tasks.resume_task(
-            await info.context.viewer(), str(id), timing=info.context.policies.chain
-        )
-        return Task(row=row)
+    async def task_resume(self, info: Info, input: TaskInput) -> TaskPayload:
+        async def work() -> TaskPayload:
+            return TaskPayload(task=await resume_task(info, input.id))
+
+        return await settle(TaskPayload, input, work)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], description=DELETE)
+    async def task_delete(self, info: Info, input: TaskInput) -> TaskDeletePayload:
+        return await settle(TaskDeletePayload, input, lambda: delete_task(info, input.id))
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], description=CANCEL)
+    async def task_pending_change_cancel(
+        self, info: Info, input: TaskPendingChangeCancelInput
+    ) -> TaskPayload:
+        async def work() -> TaskPayload:
+            return TaskPayload(task=await cancel_pending_change(info, input.task_id))
+
+        return await settle(TaskPayload, input, work)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], description=BREAK)
+    async def task_break_schedule(
+        self, info: Info, input: TaskBreakScheduleInput
+    ) -> TaskBreakSchedulePayload:
+        async def work() -> TaskBreakSchedulePayload:
+            return TaskBreakSchedulePayload(breaks=await plan_break(info, input))
+
+        return await settle(TaskBreakSchedulePayload, input, work)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], description=END_BREAK)
+    async def task_break_end(self, info: Info, input: TaskBreakEndInput) -> TaskBreakEndPayload:
+        async def work() -> TaskBreakEndPayload:
+            return TaskBreakEndPayload(task_break=await end_task_break(info, input.id))
+
+        return await settle(TaskBreakEndPayload, input, work)
+
+
+@strawberry.type
+class FirstTaskMutations:
+    """The first shape, deprecated: plain arguments, the object as the result, refusals as errors."""
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], deprecation_reason=replaced_by("taskCreate"))
+    async def create_task(self, info: Info, input: CreateTaskInput) -> Task:
+        return await create_task(info, input)
 
     @strawberry.mutation(
-        permission_classes=[IsAuthenticated],
-        description="with a commitment horizon, an ACTIVE task's deletion waits (Task.pendingChange.delete)",
+        permission_classes=[IsAuthenticated], description=UPDATE, deprecation_reason=replaced_by("taskUpdate")
+    )
+    async def update_task(self, info: Info, id: strawberry.ID, input: UpdateTaskInput) -> Task:
+        return await update_task(info, id, input)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated], description=PAUSE, deprecation_reason=replaced_by("taskPause")
+    )
+    async def pause_task(self, info: Info, id: strawberry.ID) -> Task:
+        return await pause_task(info, id)
+
+    @strawberry.mutation(permission_classes=[IsAuthenticated], deprecation_reason=replaced_by("taskResume"))
+    async def resume_task(self, info: Info, id: strawberry.ID) -> Task:
+        return await resume_task(info, id)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated], description=DELETE, deprecation_reason=replaced_by("taskDelete")
     )
     async def delete_task(self, info: Info, id: strawberry.ID) -> bool:
         # true also when the deletion waits out the commitment horizon (the task shows it as pendingChange)
-        await tasks.delete_task(
-            await info.context.viewer(),
-            str(id),
-            timing=info.context.policies.chain,
-            horizon_day=info.context.policies.horizon_day,
-        )
+        await delete_task(info, id)
         return True
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],
-        description="drops the task's pending change (one already in effect has applied)",
+        description=CANCEL,
+        deprecation_reason=replaced_by("taskPendingChangeCancel"),
     )
     async def cancel_pending_change(self, info: Info, task_id: strawberry.ID) -> Task:
-        row = await tasks.cancel_pending_change(
-            await info.context.viewer(), str(task_id), timing=info.context.policies.chain
-        )
-        return Task(row=row)
+        return await cancel_pending_change(info, task_id)
 
-
-@strawberry.type
-class BreakMutations:
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],
-        description="plans days off for a task (or all of yours): under a commitment horizon a break applies "
-        "only from the horizon's end; returns one break per task",
+        description=BREAK,
+        deprecation_reason=replaced_by("taskBreakSchedule"),
     )
     async def schedule_break(self, info: Info, input: ScheduleBreakInput) -> list[TaskBreak]:
-        rows = await schedule_break(
-            await info.context.viewer(),
-            input.to_request(),
-            timing=info.context.policies.chain,
-            horizon_day=info.context.policies.horizon_day,
-        )
-        return [TaskBreak(row=row) for row in rows]
+        return await plan_break(info, input)
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],
-        description="ends a break now (one not begun is dropped): harder, so it applies at once",
+        description=END_BREAK,
+        deprecation_reason=replaced_by("taskBreakEnd"),
     )
     async def end_break(self, info: Info, id: strawberry.ID) -> TaskBreak:
-        row = await end_break(await info.context.viewer(), str(id), timing=info.context.policies.chain)
-        return TaskBreak(row=row)
+        return await end_task_break(info, id)
 
 
 async def create_tasks_together(
@@ -206,6 +374,28 @@ async def create_tasks_together(
         max_tasks=settings.max_tasks_per_user,
     )
     return [_created_result(context, c) for c in created], stopped if stopped is not None else refusal
+
+
+async def task_payloads_together(
+    context: Context, arguments: list[dict[str, Any]]
+) -> tuple[list[TaskPayload], ProofloopError | None]:
+    """taskCreate for each field of a document whose fields are all taskCreate: as create_tasks_together,
+    but a refused field answers its user errors and the fields after it go on, as they would one by one."""
+    inputs: list[TaskCreateInput] = [kwargs["input"] for kwargs in arguments]
+    if any(not fits_client_mutation_id(i) for i in inputs):
+        return [], None  # every field runs on its own, and the one too long says so
+    payloads: list[TaskPayload] = []
+    while len(payloads) < len(arguments):
+        created, refusal = await create_tasks_together(context, arguments[len(payloads) :])
+        payloads += [TaskPayload(task=task) for task in created]
+        if refusal is None:
+            break
+        if not isinstance(refusal, EXPECTED):
+            return payloads, refusal
+        payloads.append(TaskPayload(user_errors=[UserError.of(refusal)]))
+    for payload, given in zip(payloads, inputs, strict=False):
+        payload.client_mutation_id = given.client_mutation_id
+    return payloads, None
 
 
 def _created_result(context: Context, created: tasks.CreatedTask) -> Task:

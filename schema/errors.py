@@ -131,7 +131,8 @@ def coded_error(error: GraphQLError) -> GraphQLError:
         retry = {"code": original.code, "retryAfterSeconds": original.retry_after_seconds}
         return _rebuilt(error, original.message, retry)
     if isinstance(original, ProofloopError):
-        return _rebuilt(error, original.message, {"code": original.code})
+        reason = {"reason": original.reason} if original.reason else {}
+        return _rebuilt(error, original.message, {"code": original.code, **reason})
     coerced = isinstance(error.original_error, GraphQLError) and (
         variable is not None or _VARIABLE.match(error.message) is not None
     )

@@ -1,5 +1,5 @@
 """The execution context every operation runs with: Strawberry's, made safe for long subscriptions, and
-able to do a document of many createTask fields as one set.
+able to do a document of many taskCreate (or createTask) fields as one set.
 
 A mutation's fields run one after another (the spec's serial execution). A client creating 30 tasks in
 one document would then pay 30 transactions. When every field of a mutation is one of `TOGETHER`'s,
@@ -23,7 +23,7 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types.arguments import convert_arguments
 
 from observability.outages import report_failure
-from resolvers.tasks import create_tasks_together
+from resolvers.tasks import create_tasks_together, task_payloads_together
 from schema.context import Context
 from schema.input_guards import check_argument
 from services.kit import ProofloopError
@@ -32,7 +32,10 @@ log = logging.getLogger("proofloop.graphql")
 
 # field -> done as a set: (context, each field's converted arguments) -> (results in order, the refusal)
 SetResolver = Callable[[Context, list[dict[str, Any]]], Awaitable[tuple[list[Any], ProofloopError | None]]]
-TOGETHER: dict[str, SetResolver] = {"createTask": create_tasks_together}
+TOGETHER: dict[str, SetResolver] = {
+    "taskCreate": task_payloads_together,
+    "createTask": create_tasks_together,
+}
 
 
 class ProofloopExecutionContext(StrawberryGraphQLCoreExecutionContext):

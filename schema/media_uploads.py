@@ -2,9 +2,10 @@
 
 A validation rule, so a document asking for more is refused (GRAPHQL_VALIDATION_FAILED) before any
 resolver runs or any file is read. Fragments are followed. Which fields upload is read from the schema: a
-mutation with a required `Upload` argument always counts (submitPhoto, submitVideo), one whose `Upload` is
-optional counts when the document passes it (requestReview with a photo), so a new upload mutation is
-counted without being listed here.
+mutation with a required `Upload` argument, or a required input with a required `Upload` field, always counts
+(proofPhotoSubmit, submitPhoto), one whose `Upload` is optional counts when the document may pass it
+(reviewRequest or requestReview with a photo; an input given as a variable may hold one, so it counts), so a
+new upload mutation is counted without being listed here.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from typing import Any
 from graphql import (
     FieldNode,
     FragmentSpreadNode,
+    GraphQLArgument,
     GraphQLError,
+    GraphQLInputField,
+    GraphQLInputObjectType,
     GraphQLNonNull,
     GraphQLSchema,
     InlineFragmentNode,
+    ObjectValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
     ValidationRule,
@@ -32,8 +37,22 @@ UPLOAD_SCALAR = "Upload"
 
 @dataclass(frozen=True)
 class UploadArguments:
-    required: bool  # some Upload argument is non-null: the field always uploads
+    required: bool  # an Upload argument (or field of a required input) is non-null: it always uploads
     names: frozenset[str]  # its Upload arguments: passing one uploads
+    inputs: dict[str, frozenset[str]]  # input arguments -> their optional Upload fields
+
+
+def _is_upload(spec: GraphQLArgument | GraphQLInputField) -> bool:
+    return bool(get_named_type(spec.type).name == UPLOAD_SCALAR)
+
+
+def _upload_fields_of(spec: GraphQLArgument) -> dict[str, bool]:
+    """An input argument's Upload fields, each with whether it is required."""
+    named = get_named_type(spec.type)
+    if not isinstance(named, GraphQLInputObjectType):
+        return {}
+    fields = named.fields.items()
+    return {name: isinstance(field.type, GraphQLNonNull) for name, field in fields if _is_upload(field)}
 
 
 @lru_cache(maxsize=8)
@@ -42,12 +61,16 @@ def upload_fields(schema: GraphQLSchema) -> dict[str, UploadArguments]:
     mutation = schema.mutation_type
     fields: dict[str, UploadArguments] = {}
     for name, field in (mutation.fields if mutation is not None else {}).items():
-        uploads = {
-            arg: spec for arg, spec in field.args.items() if get_named_type(spec.type).name == UPLOAD_SCALAR
-        }
-        if uploads:
-            required = any(isinstance(spec.type, GraphQLNonNull) for spec in uploads.values())
-            fields[name] = UploadArguments(required, frozenset(uploads))
+        uploads = {arg: spec for arg, spec in field.args.items() if _is_upload(spec)}
+        required = any(isinstance(spec.type, GraphQLNonNull) for spec in uploads.values())
+        inputs: dict[str, frozenset[str]] = {}
+        for arg, spec in field.args.items():
+            nested = _upload_fields_of(spec)
+            required = required or (isinstance(spec.type, GraphQLNonNull) and any(nested.values()))
+            if nested:
+                inputs[arg] = frozenset(upload for upload, needed in nested.items() if not needed)
+        if uploads or inputs:
+            fields[name] = UploadArguments(required, frozenset(uploads), inputs)
     return fields
 
 
@@ -81,4 +104,16 @@ class OneMediaUploadPerDocument(ValidationRule):
         uploads = self._uploads.get(field.name.value)
         if uploads is None:
             return 0
-        return int(uploads.required or any(arg.name.value in uploads.names for arg in field.arguments or ()))
+        if uploads.required:
+            return 1
+        for arg in field.arguments or ():
+            name = arg.name.value
+            if name in uploads.names:
+                return 1
+            optional = uploads.inputs.get(name)
+            if optional and (
+                not isinstance(arg.value, ObjectValueNode)  # a variable: what it holds is not known yet
+                or any(item.name.value in optional for item in arg.value.fields)
+            ):
+                return 1
+        return 0

@@ -7,6 +7,7 @@ Types annotate plain `datetime`; the schema maps it to this definition with `sca
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import NewType
 
 import strawberry
 from strawberry.types.scalar import ScalarDefinition
@@ -41,4 +42,23 @@ DATETIME: ScalarDefinition = strawberry.scalar(
     parse_value=parse_datetime,
 )
 
-SCALAR_OVERRIDES: dict[object, ScalarDefinition] = {datetime: DATETIME}
+
+MAX_SAFE_INTEGER = 2**53 - 1  # what a JSON number holds exactly in every client (JavaScript's Number)
+
+
+def _safe_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > MAX_SAFE_INTEGER:
+        raise ValueError(f"SafeInt cannot represent {value!r}: an integer within ±(2^53 - 1) is")
+    return value
+
+
+# sizes and counts beyond GraphQL's 32-bit Int (an archive may pass 2 GiB), still exact as a JSON number
+SafeInt = NewType("SafeInt", int)
+SAFE_INT: ScalarDefinition = strawberry.scalar(
+    name="SafeInt",
+    description="an integer within ±(2^53 - 1), exact as a JSON number in every client",
+    serialize=_safe_int,
+    parse_value=_safe_int,
+)
+
+SCALAR_OVERRIDES: dict[object, ScalarDefinition] = {datetime: DATETIME, SafeInt: SAFE_INT}

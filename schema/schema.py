@@ -6,16 +6,23 @@ import strawberry
 from strawberry.extensions import AddValidationRules
 from strawberry.schema.config import StrawberryConfig
 
-from resolvers.accounts import AccountMutations, AccountQueries, ExportMutations, ExportQueries
+from resolvers.accounts import (
+    AccountMutations,
+    AccountQueries,
+    ExportMutations,
+    ExportQueries,
+    FirstAccountMutations,
+    FirstExportMutations,
+)
 from resolvers.agenda import AgendaQueries
 from resolvers.events import EventQueries, EventSubscriptions
 from resolvers.nodes import NodeQueries
-from resolvers.partners import PartnerMutations, PartnerQueries
+from resolvers.partners import FirstPartnerMutations, PartnerMutations, PartnerQueries
 from resolvers.progress import ProgressQueries
-from resolvers.proofs import ProofMutations
-from resolvers.reviews import ReviewMutations, ReviewQueries
-from resolvers.tasks import BreakMutations, TaskMutations, TaskQueries
-from resolvers.webhooks import WebhookMutations, WebhookQueries
+from resolvers.proofs import FirstProofMutations, ProofMutations
+from resolvers.reviews import FirstReviewMutations, ReviewMutations, ReviewQueries
+from resolvers.tasks import FirstTaskMutations, TaskMutations, TaskQueries
+from resolvers.webhooks import FirstWebhookMutations, WebhookMutations, WebhookQueries
 from schema.document_shape import DocumentShapeLimits
 from schema.errors import ErrorCodes
 from schema.execution import ProofloopExecutionContext
@@ -47,14 +54,22 @@ class Query(
 
 @strawberry.type
 class Mutation(
+    # each mutation in one shape: `input:` and a payload with its result and userErrors
     AccountMutations,
     TaskMutations,
-    BreakMutations,
     PartnerMutations,
     ProofMutations,
     ReviewMutations,
     WebhookMutations,
     ExportMutations,
+    # the first shape, deprecated (docs/schema/changes.md): kept working until its removal date
+    FirstAccountMutations,
+    FirstTaskMutations,
+    FirstPartnerMutations,
+    FirstProofMutations,
+    FirstReviewMutations,
+    FirstWebhookMutations,
+    FirstExportMutations,
 ):
     pass
 

@@ -117,8 +117,16 @@ async def _file_digest(part: UploadFile) -> bytes:
 
 
 # mutations whose answer holds a secret shown only once (a bearer token, a signing secret): their answers
-# are never kept at rest, so a retry is told the mutation ran instead of being shown the secret again
-SHOWN_ONCE = frozenset({"changePassword", "connectIntegration", "registerWebhook"})
+# are never kept at rest, so a retry is told the mutation ran instead of being shown the secret again (the
+# sign-ins are listed too: a signed-in client may send one with its key)
+SHOWN_ONCE = frozenset(
+    {
+        *("accountRegister", "sessionCreate", "passwordReset", "passwordChange"),
+        *("integrationConnect", "webhookRegister"),
+        # the first shape of the same mutations
+        *("register", "login", "resetPassword", "changePassword", "connectIntegration", "registerWebhook"),
+    }
+)
 
 
 async def once_by_key(

@@ -4,7 +4,7 @@ import strawberry
 
 from models import TaskInstance as TaskInstanceRow
 from schema.types.instance import TaskInstance, TaskInstanceEdge
-from schema.types.pagination import PageInfo
+from schema.types.pagination import Count, PageInfo
 from services.kit import Page
 from services.tasks import AGENDA_ORDER
 
@@ -13,13 +13,19 @@ from services.tasks import AGENDA_ORDER
 class AgendaConnection:
     edges: list[TaskInstanceEdge]
     page_info: PageInfo
+    count: strawberry.Private[Count]
+
+    @strawberry.field(description="instances in the range, of every page")
+    async def total_count(self) -> int:
+        return await self.count()  # only when selected
 
     @staticmethod
-    def of(page: Page[TaskInstanceRow]) -> AgendaConnection:
+    def of(page: Page[TaskInstanceRow], count: Count) -> AgendaConnection:
         edges = [
             TaskInstanceEdge(cursor=AGENDA_ORDER.cursor(row), node=TaskInstance(row=row)) for row in page.rows
         ]
         return AgendaConnection(
+            count=count,
             edges=edges,
             page_info=PageInfo.of(
                 [edge.cursor for edge in edges],

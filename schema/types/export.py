@@ -6,6 +6,8 @@ import strawberry
 
 from models import DataExport as DataExportRow
 from models import ExportStatus
+from schema.deprecations import replaced_by
+from schema.scalars import SafeInt
 from services.kit import global_id
 
 strawberry.enum(ExportStatus, name="DataExportStatus")
@@ -35,6 +37,10 @@ class DataExport:
     def expires_at(self) -> datetime | None:
         return self.row.expires_at
 
-    @strawberry.field
+    @strawberry.field(deprecation_reason=replaced_by("byteSize", "an integer"))
     def size_bytes(self) -> float | None:  # a GraphQL Int is 32-bit: an archive may be larger
         return float(self.row.size_bytes) if self.row.size_bytes is not None else None
+
+    @strawberry.field(description="the archive's size in bytes, once READY")
+    def byte_size(self) -> SafeInt | None:
+        return SafeInt(self.row.size_bytes) if self.row.size_bytes is not None else None

@@ -8,6 +8,7 @@ from models import InstanceStatus as InstanceStatusRow
 from models import Task as TaskRow
 from models import TaskInstance as TaskInstanceRow
 from schema.context import Info
+from schema.deprecations import list_replaced_by
 from schema.enums import InstanceStatus
 from schema.types.node import Node
 from schema.types.pagination import Connection, PageInfo, page_request
@@ -80,7 +81,7 @@ class TaskInstance(Node):
     def settled_at(self) -> datetime | None:
         return self.row.settled_at
 
-    @strawberry.field
+    @strawberry.field(deprecation_reason=list_replaced_by("verificationsConnection"))
     async def verifications(self, info: Info) -> list[Verification]:
         rows = await info.context.loaders.verifications_of_instance.load(str(self.row.id))
         return [Verification(row=r, instance_row=self.row) for r in rows]
@@ -99,7 +100,11 @@ class TaskInstance(Node):
         # an instance has a few proofs (attempts are capped): read whole, one grouped statement per page
         rows = await info.context.loaders.verifications_of_instance.load(str(self.row.id))
         page = page_of_rows(rows, order, request)
-        return Connection.of(page, order, lambda r: Verification(row=r, instance_row=self.row))
+
+        async def count() -> int:
+            return len(rows)
+
+        return Connection.of(page, order, lambda r: Verification(row=r, instance_row=self.row), count)
 
 
 @strawberry.type

@@ -5,7 +5,7 @@ The paging rule itself (keyset, both directions, opaque cursors) is services/kit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 import strawberry
@@ -42,15 +42,25 @@ class Edge(Generic[Node]):
     node: Node
 
 
+Count = Callable[[], Awaitable[int]]
+
+
 @strawberry.type
 class Connection(Generic[Node]):
     edges: list[Edge[Node]]
     page_info: PageInfo
+    count: strawberry.Private[Count]
+
+    @strawberry.field(description="of every page, as the arguments other than paging narrow it")
+    async def total_count(self) -> int:
+        return await self.count()  # only when selected
 
     @staticmethod
-    def of(page: Page[Row], keyset: Keyset, node: Callable[[Row], Node]) -> Connection[Node]:
+    def of(page: Page[Row], keyset: Keyset, node: Callable[[Row], Node], count: Count) -> Connection[Node]:
+        """A page as a connection; `count` counts every page (the query before the page narrows it)."""
         edges = [Edge(cursor=keyset.cursor(row), node=node(row)) for row in page.rows]
         return Connection(
+            count=count,
             edges=edges,
             page_info=PageInfo.of(
                 [edge.cursor for edge in edges],

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import Enum
 
 import strawberry
 
@@ -11,6 +12,12 @@ from schema.types.node import Node
 from schema.types.user import User, load_user
 from services.kit import global_id
 from services.partners import status_at as partnership_status
+
+
+@strawberry.enum(description="which side of a partnership you are on")
+class PartnershipRole(Enum):
+    OWNER = "OWNER"  # you are held accountable: you sent the invite
+    PARTNER = "PARTNER"  # you watch and review: the invite came to you
 
 
 @strawberry.type
@@ -35,6 +42,14 @@ class Partnership(Node):
     async def invited_email(self, info: Info) -> str | None:
         viewer = await info.context.viewer()
         return self.row.invited_email if viewer.id == self.row.user_id else None
+
+    @strawberry.field(
+        description="OWNER: you are held accountable (you sent the invite); PARTNER: you watch and review"
+        " (the invite came to you)"
+    )
+    async def viewer_role(self, info: Info) -> PartnershipRole:
+        viewer = await info.context.viewer()
+        return PartnershipRole.OWNER if str(viewer.id) == str(self.row.user_id) else PartnershipRole.PARTNER
 
     @strawberry.field
     def status(self) -> PartnershipStatus:

@@ -83,7 +83,7 @@ class Webhook(Node):
         request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
         query = await webhooks.deliveries_query(await info.context.viewer(), str(self.row.id))
         page = await keyset_page(query, order, request)
-        return Connection.of(page, order, lambda row: WebhookDelivery(row=row))
+        return Connection.of(page, order, lambda row: WebhookDelivery(row=row), query.count)
 
 
 @strawberry.type

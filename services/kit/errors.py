@@ -5,6 +5,8 @@ from __future__ import annotations
 
 class ProofloopError(Exception):
     code = "INTERNAL_SERVER_ERROR"
+    # a stable name for why, where a client acts on more than the code (extensions.reason, UserError.reason)
+    reason: str | None = None
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -25,6 +27,10 @@ class NotFound(ProofloopError):
 
 class Conflict(ProofloopError):
     code = "CONFLICT"
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class PayloadTooLarge(ProofloopError):

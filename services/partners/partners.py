@@ -175,8 +175,9 @@ def with_status(status: PartnershipStatus, now: datetime) -> Q:
     if status is PartnershipStatus.ACTIVE:
         return watching(now)
     if status is PartnershipStatus.REMOVED:
+        # NULL-safe: excluded (NOT …), a comparison with a NULL removal time would drop every row it meets
         return Q(status=PartnershipStatus.REMOVED) | Q(
-            status=PartnershipStatus.ACTIVE, removal_effective_at__lte=now
+            status=PartnershipStatus.ACTIVE, removal_effective_at__isnull=False, removal_effective_at__lte=now
         )
     return Q(status=status)
 

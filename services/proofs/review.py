@@ -168,6 +168,19 @@ async def _decide_in_period(
     await count_proof(task, instance, row, arrival, timing=timing, due=None, met=met, counted=proof)
 
 
+def _check_waiting(row: Verification) -> None:
+    """Why a proof that is not waiting for a review cannot be decided, said as it is."""
+    if row.status is VerificationStatus.PENDING_REVIEW:
+        return
+    if row.reviewer_id is None and row.appeal_of is None and row.method is not VerificationMethod.PARTNER:
+        raise Conflict(
+            f"this proof was judged by its method ({row.method.value}) when it arrived: there is no review to"
+            " decide (its owner may appeal a rejection, which partners then decide)",
+            "JUDGED_BY_METHOD",
+        )
+    raise Conflict("this proof's review is already decided", "ALREADY_DECIDED")
+
+
 async def decide_review(
     viewer: User,
     access: Access,
@@ -191,6 +204,7 @@ async def decide_review(
         raise Forbidden(
             "a partner accepted while the owner's commitment horizon holds decides reviews once it has passed"
         )
+    _check_waiting(row)
     outcome = decided_status(row, approve)
     fields: dict[str, object] = {
         "status": VerificationStatus.ACCEPTED if approve else VerificationStatus.REJECTED,
@@ -216,7 +230,9 @@ async def decide_review(
             review_deadline__gt=arrival,
         )
         if not settled:
-            raise Conflict("this review is already decided, or its deadline has passed")
+            raise Conflict(
+                "this review's deadline has passed, or a partner decided it first", "REVIEW_CLOSED"
+            )
         decided = await Verification.filter(id=row.id, status=VerificationStatus.PENDING_REVIEW).update(
             **fields
         )

@@ -37,7 +37,7 @@ from tests.support.reminders import receiving
 
 PER_DAY = 2
 REQUEST = "mutation { requestDataExport { id status requestedAt readyAt expiresAt sizeBytes } }"
-EXPORTS = "query { dataExports { id status readyAt expiresAt sizeBytes } }"
+EXPORTS = "query { dataExports { id status readyAt expiresAt sizeBytes byteSize } }"
 SUBJECT = "Your Proofloop data export is ready"
 LINK = re.compile(r"(/exports/[0-9a-f-]+\?token=[A-Za-z0-9_\-]+)")
 WEBHOOK = """mutation($url: String!, $secret: String!) {
@@ -121,7 +121,7 @@ async def test_an_export_holds_everything_of_the_users_and_no_secret(
     status, body = await download(api_server, path)
     assert status == 200
     listed = (await api.execute(EXPORTS, token=token))["dataExports"]
-    assert listed[0]["status"] == "READY" and listed[0]["sizeBytes"] == len(body)
+    assert listed[0]["status"] == "READY" and listed[0]["sizeBytes"] == len(body) == listed[0]["byteSize"]
 
     archive = zipfile.ZipFile(io.BytesIO(body))
     document = json.loads(archive.read("proofloop-export.json"))

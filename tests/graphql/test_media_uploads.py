@@ -21,10 +21,27 @@ def refusals(document: str) -> list[str]:
 
 def test_the_upload_mutations_are_found_in_the_schema() -> None:
     assert upload_fields(GRAPHQL_SCHEMA) == {
-        "submitPhoto": UploadArguments(required=True, names=frozenset({"photo"})),
-        "submitVideo": UploadArguments(required=True, names=frozenset({"video"})),
-        "requestReview": UploadArguments(required=False, names=frozenset({"photo"})),
+        "proofPhotoSubmit": UploadArguments(required=True, names=frozenset(), inputs={"input": frozenset()}),
+        "proofVideoSubmit": UploadArguments(required=True, names=frozenset(), inputs={"input": frozenset()}),
+        "reviewRequest": UploadArguments(
+            required=False, names=frozenset(), inputs={"input": frozenset({"photo"})}
+        ),
+        "submitPhoto": UploadArguments(required=True, names=frozenset({"photo"}), inputs={}),
+        "submitVideo": UploadArguments(required=True, names=frozenset({"video"}), inputs={}),
+        "requestReview": UploadArguments(required=False, names=frozenset({"photo"}), inputs={}),
     }
+
+
+def test_an_upload_inside_an_input_counts_when_it_is_required_or_may_be_passed() -> None:
+    photo = "proofPhotoSubmit(input: {instanceId: $i, photo: $f}) { clientMutationId }"
+    review = "reviewRequest(input: {instanceId: $i}) { clientMutationId }"
+    with_photo = "reviewRequest(input: {instanceId: $i, photo: $f}) { clientMutationId }"
+    as_variable = "reviewRequest(input: $r) { clientMutationId }"
+    head = "mutation($i: ID!, $f: Upload!, $r: ReviewRequestInput!)"
+    too_many = ["a document may upload at most 1 photo or video; this one has 2"]
+    assert refusals(f"{head} {{ {photo} {review} }}") == []
+    assert refusals(f"{head} {{ {photo} r: {with_photo} }}") == too_many
+    assert refusals(f"{head} {{ {photo} r: {as_variable} }}") == too_many  # it may hold one
 
 
 def test_a_required_upload_counts_and_an_optional_one_only_when_passed() -> None:
