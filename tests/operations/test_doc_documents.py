@@ -4,6 +4,7 @@ copying one into GraphiQL gets an answer, in the current shape."""
 from __future__ import annotations
 
 import re
+
 import pytest
 from graphql import NoDeprecatedCustomRule, build_schema, parse, validate
 from graphql.validation import specified_rules
