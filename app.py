@@ -160,7 +160,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/metrics", metrics),
             graphiql_assets(),
             Route("/media/{verification_id}", media_endpoint(settings)),
-            Route("/exports/{export_id}", exports_endpoint()),
+            Route("/exports/{export_id}", exports_endpoint(settings)),
             Route("/integrations/{key}/events", integrations_endpoint(settings), methods=["POST"]),
         ],
         middleware=[

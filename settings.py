@@ -90,8 +90,17 @@ class Settings(BaseSettings):
     api_url: str | None = Field(
         default=None,
         description=(
-            "The API's address as clients reach it (`https://api.example.com`): media links become "
-            "absolute (relative without it)."
+            "The API's address as clients reach it (`https://api.example.com`), for the links it hands "
+            "out (media, exports, integration endpoints); unset: the address each request came to."
+        ),
+    )
+    media_link_period_seconds: int = Field(
+        default=3600,
+        ge=60,
+        le=86400,
+        description=(
+            "Signed media and export links stay the same URL for this long (image caches keyed by URL hit) "
+            "and each lives one to two periods, or until the session it was issued to ends."
         ),
     )
     persisted_documents: Path | None = Field(

@@ -1,7 +1,9 @@
-"""GET /exports/{id}?token=…: a data export's archive, for whoever holds the link that was mailed.
+"""GET /exports/{id}?token=…: a data export's archive, for whoever holds the link that was mailed; or
+GET /exports/{id}?viewer=…&session=…&exp=…&sig=…: the signed link DataExport.downloadUrl gave its owner.
 
-The token is the only credential (the mail proved the address), compared by digest in constant time; a
-wrong or expired token, someone else's id and one that names nothing all get the same 404.
+The mailed token is a credential of its own (the mail proved the address), compared by digest in constant
+time; a signed link vouches for its owner while the session it was issued to lives. A wrong or expired
+token or signature, someone else's id and one that names nothing all get the same 404.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response, StreamingResponse
 
 from schema.errors import unavailable_after
-from services.exports import downloadable
+from services.accounts import token_is_live
+from services.exports import downloadable, downloadable_by_owner
+from services.kit import is_uuid
+from services.media import EXPORT_LINK, LinkSigner
+from settings import Settings
 from storage import StoreUnavailable
 from web.state import resources_of
 
@@ -26,12 +32,35 @@ FILENAME = "proofloop-export.zip"
 _DISPOSITION = f'attachment; filename="{FILENAME}"'
 
 
-def exports_endpoint() -> Callable[[Request], Awaitable[Response]]:
+async def _signed_for(request: Request, signer: LinkSigner, export_id: str) -> str | None:
+    """The archive a signed link names, if it is valid, its session lives and its viewer owns the export."""
+    params = request.query_params
+    viewer, expires, sig, session = (
+        params.get("viewer"),
+        params.get("exp", ""),
+        params.get("sig"),
+        params.get("session", ""),
+    )
+    if viewer is None or sig is None or not expires.isdigit() or not is_uuid(session) or not is_uuid(viewer):
+        return None
+    if not signer.is_valid(export_id, viewer, EXPORT_LINK, session, int(expires), sig):
+        return None
+    if not await token_is_live(session):
+        return None
+    return await downloadable_by_owner(export_id, viewer)
+
+
+def exports_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response]]:
+    signer = LinkSigner(settings.resolved_secret_key, settings.media_link_period_seconds)
+
     async def serve_export(request: Request) -> Response:
+        export_id = request.path_params["export_id"]
         token = request.query_params.get("token", "")
         name = None
         if 0 < len(token) <= MAX_TOKEN:
-            name = await downloadable(request.path_params["export_id"], token)
+            name = await downloadable(export_id, token)
+        elif "sig" in request.query_params and is_uuid(export_id):
+            name = await _signed_for(request, signer, export_id)
         try:
             body = await resources_of(request).archives.open(name) if name is not None else None
         except StoreUnavailable as exc:

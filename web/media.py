@@ -11,6 +11,7 @@ never a presigned bucket URL, which would outlive the session it was issued to a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
@@ -20,17 +21,17 @@ from models import Verification
 from schema.errors import unavailable_after
 from services.accounts import authenticate, bearer_token, token_is_live
 from services.kit import Unauthenticated, decode_id, is_uuid
-from services.media import MEDIA_EXTENSIONS, link_is_valid
+from services.media import MEDIA_EXTENSIONS, LinkSigner
 from services.partners import access_for
 from settings import Settings
 from storage import StoreUnavailable
 from web.state import resources_of
 
 KINDS = ("media", "thumbnail")
+BEARER_FRESH_SECONDS = 300
 THUMBNAIL_MIME = "image/jpeg"  # rules.media.thumbnail_jpeg
 _SAFETY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
-    "Cache-Control": "private, max-age=300",
     # served bytes are never a page: no scripts even if a browser is talked into rendering one
     "Content-Security-Policy": "default-src 'none'; sandbox; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
@@ -63,11 +64,23 @@ async def _viewer_id(request: Request, settings: Settings, verification_id: str,
     token_id = params.get("session", "")
     if viewer is None or sig is None or not expires.isdigit() or not is_uuid(token_id):
         return None
-    secret = settings.resolved_secret_key
-    if not link_is_valid(secret, verification_id, viewer, kind, token_id, int(expires), sig):
+    signer = LinkSigner(settings.resolved_secret_key, settings.media_link_period_seconds)
+    if not signer.is_valid(verification_id, viewer, kind, token_id, int(expires), sig):
         return None
     # the link dies with the token it was issued to (logout, password change, expiry)
     return viewer if await token_is_live(token_id) else None
+
+
+def _fresh_for(request: Request) -> int:
+    """How long a response may be reused: as long as its signed link lives (a bearer request: 5 minutes)."""
+    expires = request.query_params.get("exp", "")
+    if expires.isdigit():
+        return max(0, int(expires) - int(time.time()))
+    return BEARER_FRESH_SECONDS
+
+
+def _tags(header: str | None) -> set[str]:
+    return {tag.strip().removeprefix("W/") for tag in (header or "").split(",") if tag.strip()}
 
 
 def _unavailable(error: StoreUnavailable) -> Response:
@@ -101,14 +114,24 @@ def media_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Response
         )
         if digest is None or mime is None:
             return _not_found()
+        disposition = content_disposition(verification_id, kind, mime)  # an id checked as a UUID
+        # the bytes of a proof's media never change (they are named by their digest): a cache may keep
+        # them as long as the link lives, and revalidate with the digest as the entity tag
+        etag = f'"{digest}"'
+        headers = {
+            **_SAFETY_HEADERS,
+            "Content-Disposition": disposition,
+            "ETag": etag,
+            "Cache-Control": f"private, max-age={_fresh_for(request)}, immutable",
+        }
+        if etag in _tags(request.headers.get("if-none-match")):
+            return Response(status_code=304, headers=headers)
         try:
             body = await resources_of(request).media_store.open(digest)
         except StoreUnavailable as exc:
             return _unavailable(exc)
         if body is None:
             return _not_found()
-        disposition = content_disposition(verification_id, kind, mime)  # an id checked as a UUID
-        headers = {**_SAFETY_HEADERS, "Content-Disposition": disposition}
         if body.path is not None:
             return FileResponse(body.path, media_type=mime, headers=headers)
         headers["Content-Length"] = str(body.size)

@@ -6,9 +6,12 @@ import strawberry
 
 from models import DataExport as DataExportRow
 from models import ExportStatus
+from schema.context import Info
 from schema.deprecations import replaced_by
+from schema.links import absolute_url, link_signer
 from schema.scalars import SafeInt
 from services.kit import global_id
+from services.media import EXPORT_LINK, export_path
 
 strawberry.enum(ExportStatus, name="DataExportStatus")
 
@@ -40,6 +43,23 @@ class DataExport:
     @strawberry.field(deprecation_reason=replaced_by("byteSize", "an integer"))
     def size_bytes(self) -> float | None:  # a GraphQL Int is 32-bit: an archive may be larger
         return float(self.row.size_bytes) if self.row.size_bytes is not None else None
+
+    @strawberry.field(
+        description="READY and not expired: a signed link to the archive, for you alone (the same URL for"
+        " PROOFLOOP_MEDIA_LINK_PERIOD_SECONDS, dead once your session ends); the mailed link works too"
+    )
+    async def download_url(self, info: Info) -> str | None:
+        if self.row.status is not ExportStatus.READY or self.row.expires_at is None:
+            return None
+        if self.row.expires_at <= await info.context.now():
+            return None
+        session = await info.context.authenticate()  # exports are listed to their owner only
+        subject = str(self.row.id)
+        signer = link_signer(info.context.settings)
+        return absolute_url(
+            info,
+            signer.link(export_path(subject), subject, str(session.user.id), EXPORT_LINK, session.token_id),
+        )
 
     @strawberry.field(description="the archive's size in bytes, once READY")
     def byte_size(self) -> SafeInt | None:

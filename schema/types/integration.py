@@ -11,6 +11,7 @@ import strawberry
 from models import Task as TaskRow
 from rules.activity import ActivityRule
 from schema.context import Info
+from schema.links import absolute_url
 from services.proofs import ActivityRecord, endpoint_path
 
 if TYPE_CHECKING:
@@ -18,9 +19,7 @@ if TYPE_CHECKING:
 
 
 def endpoint_url(info: Info, key: str) -> str:
-    """At the API's public address (PROOFLOOP_API_URL), else at the address this request came to."""
-    base = info.context.settings.api_url or str(info.context.request.base_url)
-    return f"{base.rstrip('/')}{endpoint_path(key)}"
+    return absolute_url(info, endpoint_path(key))
 
 
 @strawberry.type(description="the activity rule an INTEGRATION task's events are judged by")

@@ -16,12 +16,13 @@ from schema.enums import (
     VerificationMethod,
     VerificationStatus,
 )
+from schema.links import absolute_url, link_signer
 from schema.types.integration import Activity
 from schema.types.node import Node
 from schema.types.task import GeoPoint
 from schema.types.user import User, load_user
 from services.kit import global_id
-from services.media import media_url
+from services.media import media_path
 from services.proofs import ActivityRecord
 
 if TYPE_CHECKING:
@@ -92,16 +93,15 @@ class Verification(Node):
         if digest is None or not (await info.context.access()).sees_user(self.row.user_id):
             return None
         session = await info.context.authenticate()
-        settings = info.context.settings
-        link = media_url(
-            settings.resolved_secret_key, str(self.row.id), str(session.user.id), kind, session.token_id
-        )
-        # absolute when the API's public address is known: a frontend on another origin needs no guess
-        return f"{settings.api_url.rstrip('/')}{link}" if settings.api_url else link
+        signer = link_signer(info.context.settings)
+        subject = str(self.row.id)
+        link = signer.link(media_path(subject), subject, str(session.user.id), kind, session.token_id)
+        return absolute_url(info, link)
 
     @strawberry.field(
-        description="a proof that uploads a file (a photo, a video): the cleaned copy kept; signed, expires "
-        "within minutes; owner and active partners only"
+        description="a proof that uploads a file (a photo, a video): the cleaned copy kept; an absolute "
+        "signed link, the same URL for PROOFLOOP_MEDIA_LINK_PERIOD_SECONDS, dead once your session ends; "
+        "owner and active partners only"
     )
     async def media_url(self, info: Info) -> str | None:
         return await self._media_link(info, "media", self.row.media_digest)

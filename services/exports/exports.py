@@ -126,6 +126,18 @@ async def downloadable(export_id: str, token: str) -> str | None:
     return archive_name(row.id)
 
 
+async def downloadable_by_owner(export_id: str, user_id: str) -> str | None:
+    """The name of `user_id`'s READY, unexpired archive `export_id` (a signed link vouched for the user)."""
+    try:
+        key = UUID(export_id)
+    except ValueError:
+        return None
+    row = await DataExport.get_or_none(id=key, user_id=user_id, status=ExportStatus.READY)
+    if row is None or row.expires_at is None or row.expires_at <= await db_now():
+        return None
+    return archive_name(row.id)
+
+
 async def sweep_exports(archives: ArchiveStore) -> tuple[int, int]:
     """(builds sent again, archives removed): PENDING rows whose message was lost, and READY ones expired."""
     now = await db_now()

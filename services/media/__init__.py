@@ -13,16 +13,18 @@ from services.media.blobs import (
     remove_unreferenced,
     sweep_orphans_forever,
 )
-from services.media.links import MEDIA_EXTENSIONS, link_is_valid, media_url
+from services.media.links import EXPORT_LINK, MEDIA_EXTENSIONS, LinkSigner, export_path, media_path
 
 __all__ = [
+    "EXPORT_LINK",
     "MEDIA_EXTENSIONS",
+    "LinkSigner",
     "MediaCopy",
     "MediaStorage",
     "StagedBlobs",
     "check_quota",
-    "link_is_valid",
-    "media_url",
+    "export_path",
+    "media_path",
     "remove_unreferenced",
     "sweep_orphans_forever",
 ]

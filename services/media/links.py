@@ -1,7 +1,13 @@
-"""Signed, short-lived media URLs: an HMAC over verification, viewer, kind, the viewer's token and expiry.
+"""Signed links to what a viewer may download: a proof's media and thumbnail, an export's archive.
 
-An <img> tag can use the URL without headers, and a leaked link dies within minutes, or at once when the
-token it was issued to is revoked (logout, password change) or expires: the server checks it is still live.
+A link is an HMAC over what it names (the path's object and kind), the viewer, the session (the id of the
+token it was issued to) and its expiry. An <img> tag or a download manager uses it without headers; it
+dies at its expiry, or at once when the token it was issued to is revoked or expires (the endpoint checks
+the token is still live).
+
+Links are stable: the expiry is the end of the next whole period (`period` seconds, on the clock's epoch),
+so the same object, viewer and session get the same URL for a whole period, and an image cache keyed by
+URL hits; each link lives between one and two periods.
 """
 
 from __future__ import annotations
@@ -9,9 +15,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
-MAX_TTL_SECONDS = 600
 # the media types our re-encoders write, and the extension a file of each is named with (served inline,
 # exported); anything else would be downloaded, never rendered
 MEDIA_EXTENSIONS = {
@@ -21,34 +27,44 @@ MEDIA_EXTENSIONS = {
     "video/mp4": "mp4",
     "video/webm": "webm",
 }
+CLOCK_SKEW_SECONDS = 5
+EXPORT_LINK = "export"  # the kind an export's link is signed for
 
 
-def _signature(
-    secret: str, verification_id: str, viewer_id: str, kind: str, session: str, expires: int
-) -> str:
-    message = f"{verification_id}|{viewer_id}|{kind}|{session}|{expires}".encode()
-    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+@dataclass(frozen=True)
+class LinkSigner:
+    secret: str
+    period_seconds: int  # PROOFLOOP_MEDIA_LINK_PERIOD_SECONDS
+
+    def expiry(self, now: float | None = None) -> int:
+        """The end of the period after the current one: the same for every link issued this period."""
+        now = time.time() if now is None else now
+        return (int(now) // self.period_seconds + 2) * self.period_seconds
+
+    def _signature(self, subject: str, viewer_id: str, kind: str, session: str, expires: int) -> str:
+        message = f"{subject}|{viewer_id}|{kind}|{session}|{expires}".encode()
+        return hmac.new(self.secret.encode(), message, hashlib.sha256).hexdigest()
+
+    def link(
+        self, path: str, subject: str, viewer_id: str, kind: str, session: str, expires: int | None = None
+    ) -> str:
+        """`path` with the signed query; `subject` is the id the path names, `session` the token's id."""
+        expires = self.expiry() if expires is None else expires
+        sig = self._signature(subject, viewer_id, kind, session, expires)
+        query = urlencode({"kind": kind, "viewer": viewer_id, "session": session, "exp": expires, "sig": sig})
+        return f"{path}?{query}"
+
+    def is_valid(self, subject: str, viewer_id: str, kind: str, session: str, expires: int, sig: str) -> bool:
+        now = time.time()
+        if expires < now or expires > now + 2 * self.period_seconds + CLOCK_SKEW_SECONDS:
+            return False
+        expected = self._signature(subject, viewer_id, kind, session, expires)
+        return hmac.compare_digest(expected, sig)
 
 
-def media_url(
-    secret: str,
-    verification_id: str,
-    viewer_id: str,
-    kind: str,
-    session: str,
-    ttl_seconds: int = MAX_TTL_SECONDS,
-) -> str:
-    """`session` is the id of the token the link is issued to (not the token itself)."""
-    expires = int(time.time()) + min(ttl_seconds, MAX_TTL_SECONDS)
-    sig = _signature(secret, verification_id, viewer_id, kind, session, expires)
-    query = urlencode({"kind": kind, "viewer": viewer_id, "session": session, "exp": expires, "sig": sig})
-    return f"/media/{verification_id}?{query}"
+def media_path(verification_id: str) -> str:
+    return f"/media/{verification_id}"
 
 
-def link_is_valid(
-    secret: str, verification_id: str, viewer_id: str, kind: str, session: str, expires: int, sig: str
-) -> bool:
-    if expires < time.time() or expires > time.time() + MAX_TTL_SECONDS + 5:
-        return False
-    expected = _signature(secret, verification_id, viewer_id, kind, session, expires)
-    return hmac.compare_digest(expected, sig)
+def export_path(export_id: str) -> str:
+    return f"/exports/{export_id}"

@@ -37,7 +37,7 @@ from tests.support.reminders import receiving
 
 PER_DAY = 2
 REQUEST = "mutation { requestDataExport { id status requestedAt readyAt expiresAt sizeBytes } }"
-EXPORTS = "query { dataExports { id status readyAt expiresAt sizeBytes byteSize } }"
+EXPORTS = "query { dataExports { id status readyAt expiresAt sizeBytes byteSize downloadUrl } }"
 SUBJECT = "Your Proofloop data export is ready"
 LINK = re.compile(r"(/exports/[0-9a-f-]+\?token=[A-Za-z0-9_\-]+)")
 WEBHOOK = """mutation($url: String!, $secret: String!) {
@@ -122,6 +122,13 @@ async def test_an_export_holds_everything_of_the_users_and_no_secret(
     assert status == 200
     listed = (await api.execute(EXPORTS, token=token))["dataExports"]
     assert listed[0]["status"] == "READY" and listed[0]["sizeBytes"] == len(body) == listed[0]["byteSize"]
+    # the owner's signed link: absolute, the same on every read this period, the same archive
+    signed = listed[0]["downloadUrl"]
+    assert signed.startswith(f"{api_server.url}/exports/")
+    assert (await api.execute(EXPORTS, token=token))["dataExports"][0]["downloadUrl"] == signed
+    assert await download(api_server, signed.removeprefix(api_server.url)) == (200, body)
+    forged = signed.replace(f"viewer={row_key(user['id'])}", f"viewer={row_key(partner_user['id'])}")
+    assert forged != signed and (await download(api_server, forged.removeprefix(api_server.url)))[0] == 404
 
     archive = zipfile.ZipFile(io.BytesIO(body))
     document = json.loads(archive.read("proofloop-export.json"))

@@ -122,7 +122,9 @@ async def test_an_apps_screens_run_their_operations_through_the_api(api: ApiClie
     assert api.mailbox is not None
     for email in (f"ann{stamp}@example.com", ben_email):  # the link in the mail each was sent
         link = await api.mailbox.wait_for(email, "Confirm your email")
-        verified = done(await run(api, "sign-up", "VerifyEmail", {"token": mailed_token(link)}), "emailVerify")
+        verified = done(
+            await run(api, "sign-up", "VerifyEmail", {"token": mailed_token(link)}), "emailVerify"
+        )
         assert verified["user"]["emailVerified"] is True
 
     # task: a daily photo task open now, shown, then renamed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlparse
@@ -23,10 +24,11 @@ from harness.proofloop import (
     local_http,
     upload,
 )
-from services.media import media_url
+from services.media import LinkSigner, media_path
 from tests.support.proofs_media import SUBMIT_PHOTO, SUBMIT_VIDEO, VERIFICATIONS, fetch, submit_photo
 
 SECRET = "test-secret-key"  # tests/conftest.py service_env
+PERIOD_SECONDS = 3600  # PROOFLOOP_MEDIA_LINK_PERIOD_SECONDS' default
 SMALL_LIMIT = 20_000
 
 
@@ -116,12 +118,21 @@ async def test_served_media_is_clean_and_nosniff(api: ApiClient) -> None:
 
 
 async def test_expired_or_forged_links_are_not_found(api: ApiClient) -> None:
-    token, user = await api.register()
+    token, _ = await api.register()
     _, instance_id = await create_open_task(api, token, "PHOTO")
     proof = await submit_photo(api, token, instance_id, media_factory.photo(61))
     query = parse_qs(urlparse(proof["mediaUrl"]).query)
-    expired = media_url(SECRET, proof["id"], user["id"], "media", query["session"][0], ttl_seconds=-5)
-    assert (await fetch(api, expired)).status_code == 404
+    key = urlparse(proof["mediaUrl"]).path.rsplit("/", 1)[1]
+    signer = LinkSigner(SECRET, PERIOD_SECONDS)
+
+    def signed(expires: int | None = None) -> str:
+        return signer.link(media_path(key), key, query["viewer"][0], "media", query["session"][0], expires)
+
+    assert (await fetch(api, signed())).status_code == 200  # the scheme, signed here as the API signs
+    assert (await fetch(api, signed(int(time.time()) - 5))).status_code == 404  # expired
+    assert (
+        await fetch(api, signed(signer.expiry() + 3 * PERIOD_SECONDS))
+    ).status_code == 404  # not one we issue
 
     forged_sig = "0" * len(query["sig"][0])
     forged = proof["mediaUrl"].replace(query["sig"][0], forged_sig)
@@ -263,3 +274,23 @@ async def test_an_oversized_graphql_document_is_413(api: ApiClient) -> None:
         )
     assert response.status_code == 413
     assert response.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
+
+
+async def test_a_media_link_is_stable_absolute_and_revalidates_by_its_digest(api: ApiClient) -> None:
+    token, _ = await api.register()
+    _, instance_id = await create_open_task(api, token, "PHOTO")
+    proof = await submit_photo(api, token, instance_id, media_factory.photo(63))
+    read = "query($id: ID!) { instance(id: $id) { verificationsConnection { edges { node { mediaUrl } } } } }"
+    again = (await api.execute(read, {"id": instance_id}, token=token))["instance"]["verificationsConnection"]
+    # the same URL on another read: an image cache keyed by it hits
+    assert [edge["node"]["mediaUrl"] for edge in again["edges"]] == [proof["mediaUrl"]]
+    assert proof["mediaUrl"].startswith(f"{api.url}/media/")
+    first = await fetch(api, proof["mediaUrl"])
+    etag, cache = first.headers["etag"], first.headers["cache-control"]
+    assert first.status_code == 200 and etag.startswith('"') and "immutable" in cache
+    max_age = int(cache.split("max-age=")[1].split(",")[0])
+    assert PERIOD_SECONDS - 60 <= max_age <= 2 * PERIOD_SECONDS  # as long as the link lives
+    unchanged = await fetch(api, proof["mediaUrl"], {"If-None-Match": etag})
+    assert (unchanged.status_code, unchanged.content, unchanged.headers["etag"]) == (304, b"", etag)
+    changed = await fetch(api, proof["mediaUrl"], {"If-None-Match": '"something-else"'})
+    assert changed.status_code == 200 and changed.content == first.content
