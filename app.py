@@ -45,6 +45,7 @@ from web.integrations import integrations_endpoint
 from web.media import media_endpoint
 from web.metrics import metrics
 from web.origins import allowed_headers, allowed_origins
+from web.pages import mail_link_pages
 from web.persisted_documents import TrustedDocuments
 from web.slow_body import SlowBodyGuard
 from web.state import ApiResources, ApiState
@@ -162,6 +163,7 @@ def create_app(settings: Settings | None = None) -> Starlette:
             Route("/media/{verification_id}", media_endpoint(settings)),
             Route("/exports/{export_id}", exports_endpoint(settings)),
             Route("/integrations/{key}/events", integrations_endpoint(settings), methods=["POST"]),
+            *mail_link_pages(),
         ],
         middleware=[
             Middleware(

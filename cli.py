@@ -99,6 +99,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from observability.exposition import MULTIPROC_ENV, private_multiprocess_dir
     from web.http_protocol import GuardedHttpProtocol
 
+    # where it listens is where its own links lead without PROOFLOOP_API_URL (Settings.api_base_url)
+    for name, given in (("PROOFLOOP_HOST", args.host), ("PROOFLOOP_PORT", args.port)):
+        if given:
+            os.environ[name] = str(given)
+    get_settings.cache_clear()
     settings = get_settings()
     configure_logging(settings)  # uvicorn's records go through our text/JSON formatter (log_config=None)
     stop = StopSignals()

@@ -307,11 +307,13 @@ class Settings(BaseSettings):
         ),
     )
     mail_from: str = Field(default="Proofloop <no-reply@localhost>", description="The From of every mail.")
-    public_url: str = Field(
-        default="http://localhost:3000",
+    public_url: str | None = Field(
+        default=None,
         description=(
-            "The frontend's address, for links in mail (`<url>/verify-email?token=…`, `<url>/reset-"
-            "password?token=…`)."
+            "The app's address, for links in mail (`<url>/verify-email?token=…`, `<url>/reset-password?"
+            "token=…`, `<url>/partnerships`, `<url>/login`). Unset: the API's own pages at those paths "
+            "(PROOFLOOP_API_URL, else `http://<host>:<port>`), which confirm an address or set a password "
+            "in a browser."
         ),
     )
     mail_sweep_seconds: float = Field(
@@ -368,7 +370,7 @@ class Settings(BaseSettings):
         default=86_400,
         description=(
             "How long a data export's mailed download link works; then the archive is removed. The link "
-            "is `<PROOFLOOP_API_URL or PROOFLOOP_PUBLIC_URL>/exports/<id>?token=…`."
+            "is `<PROOFLOOP_API_URL>/exports/<id>?token=…` (`http://<host>:<port>` without it)."
         ),
     )
     integration_max_body_bytes: int = Field(
@@ -737,6 +739,19 @@ class Settings(BaseSettings):
     @property
     def resolved_redis_url(self) -> str:
         return self.redis_url or f"unix://{self.embedded_redis_socket}"
+
+    @property
+    def api_base_url(self) -> str:
+        """Where clients reach the API: PROOFLOOP_API_URL, else the address it listens on."""
+        if self.api_url:
+            return self.api_url.rstrip("/")
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+    @property
+    def app_url(self) -> str:
+        """Where links in mail lead: the app (PROOFLOOP_PUBLIC_URL), else the API's own pages."""
+        return (self.public_url or self.api_base_url).rstrip("/")
 
     @property
     def resolved_secret_key(self) -> str:

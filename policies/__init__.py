@@ -58,7 +58,7 @@ def account_rules(settings: Settings, passwords: PasswordHashing) -> AccountRule
         passwords=passwords,
         min_password_length=settings.password_min_length,
         token_ttl_seconds=settings.token_ttl_seconds,
-        public_url=settings.public_url,
+        public_url=settings.app_url,
         login_backoff=LoginBackoff(
             attempts=settings.login_attempts,
             base_seconds=settings.login_backoff_seconds,
@@ -115,5 +115,5 @@ def export_rules(settings: Settings) -> ExportRules:
     return ExportRules(
         per_day=settings.exports_per_day,
         link_seconds=settings.export_link_seconds,
-        link_base=settings.api_url or settings.public_url,
+        link_base=settings.api_base_url,
     )

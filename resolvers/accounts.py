@@ -230,7 +230,7 @@ async def revoke_session(info: Info, id: strawberry.ID | None) -> strawberry.ID:
 async def request_email_verification(info: Info) -> bool:
     await email_verification.request_email_verification(
         await info.context.viewer(),
-        public_url=info.context.settings.public_url,
+        public_url=info.context.settings.app_url,
         mail_requests=info.context.policies.accounts.mail_requests,
     )
     return True

@@ -80,7 +80,7 @@ class PartnershipRemovePayload(MutationPayload):
 async def invite_partner(info: Info, email: str) -> Partnership:
     settings = info.context.settings
     invited = await partners.invite_partner(
-        await info.context.viewer(), email, settings.public_url, max_per_day=settings.max_invites_per_day
+        await info.context.viewer(), email, settings.app_url, max_per_day=settings.max_invites_per_day
     )
     return Partnership(row=invited)
 

@@ -1,4 +1,5 @@
-"""What each mail says, as plain text and HTML; links point at the frontend (PROOFLOOP_PUBLIC_URL)."""
+"""What each mail says, as plain text and HTML; links lead to the app (PROOFLOOP_PUBLIC_URL) or, without
+one, to the API's own pages (web/pages.py)."""
 
 from __future__ import annotations
 
