@@ -259,7 +259,11 @@ def port_in_use(host: str, port: int) -> bool:
 
 # what `proofloop dev` sets unless the environment does: webhooks can be tried against a receiver on this
 # machine (production keeps every address rule)
-DEV_DEFAULTS = {"PROOFLOOP_ENV": "dev", "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true"}
+DEV_DEFAULTS = {
+    "PROOFLOOP_ENV": "dev",
+    "PROOFLOOP_WEBHOOK_ALLOW_INSECURE": "true",
+    "PROOFLOOP_DEV_CLOCK": "true",
+}
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
@@ -274,6 +278,8 @@ def cmd_dev(args: argparse.Namespace) -> int:
     configure_logging(settings)
     if settings.webhook_allow_insecure:
         log.warning("dev: webhooks may also use http:// receivers on localhost, 127.0.0.1 and [::1]")
+    if settings.dev_clock:
+        log.warning("dev: the dev clock is on: devTaskAdvance brings a task's next deadline to now")
     host, port = args.host or settings.host, args.port or settings.port
     if port_in_use(host, port):  # before anything starts: a second worker would run on the same data
         print(f"{host}:{port} is already in use (another `make run`?): set PROOFLOOP_PORT", file=sys.stderr)

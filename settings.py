@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SECRET_KEY_FILE = "secret_key"
@@ -72,6 +72,13 @@ class Settings(BaseSettings):
         description=(
             "`dev` (set by `proofloop dev`) also allows every `http://localhost:*` and "
             "`http://127.0.0.1:*` origin."
+        ),
+    )
+    dev_clock: bool = Field(
+        default=False,
+        description=(
+            "The dev clock (`devTaskAdvance`: a task's next deadline brought to now). On under `proofloop "
+            "dev`; a process whose PROOFLOOP_ENV is not `dev` refuses to start with it."
         ),
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
@@ -703,6 +710,15 @@ class Settings(BaseSettings):
         description="`text`, or `json` for one JSON object per line.",
     )
     log_level: str = Field(default="INFO", description="The root log level.")
+
+    @model_validator(mode="after")
+    def _dev_clock_only_in_dev(self) -> Settings:
+        if self.dev_clock and self.env != "dev":
+            raise ValueError(
+                "PROOFLOOP_DEV_CLOCK moves tasks' deadlines: it runs only with PROOFLOOP_ENV=dev"
+                " (`proofloop dev`)"
+            )
+        return self
 
     @field_validator("cors_origins", "cors_allowed_headers", "trusted_proxies", mode="before")
     @classmethod

@@ -19,6 +19,9 @@ class TaskInstance(Model):
     opens_at = fields.DatetimeField()
     due_at = fields.DatetimeField()
     closes_at = fields.DatetimeField()
+    # the occurrence it stands for, when the dev clock brought it forward (services/tasks/dev_clock.py):
+    # the next instance is planned after this, not after its moved due time
+    scheduled_due_at = fields.DatetimeField(null=True)
     status = fields.CharEnumField(InstanceStatus, max_length=16, default=InstanceStatus.PENDING)
     review_deadline = fields.DatetimeField(null=True)
     settled_at = fields.DatetimeField(null=True)

@@ -23,9 +23,17 @@ from schema.types.payloads import (
 )
 from schema.types.task import Task, TaskConnection, TaskEdge
 from schema.types.task_break import TaskBreak
-from services.kit import NotFound, ProofloopError, decode_id, global_id, keyset_page
+from services.kit import BadInput, Forbidden, NotFound, ProofloopError, decode_id, global_id, keyset_page
 from services.partners import require_visible_task, visible_instance
-from services.tasks import TASK_ORDER, TaskDraft, end_break, schedule_break, tasks
+from services.tasks import (
+    MAX_DUE_IN_SECONDS,
+    TASK_ORDER,
+    TaskDraft,
+    advance_task,
+    end_break,
+    schedule_break,
+    tasks,
+)
 
 
 async def _tasks_owner_id(info: Info, user_id: strawberry.ID | None) -> str:
@@ -117,6 +125,14 @@ class TaskBreakScheduleInput(MutationInput, ScheduleBreakInput):
 @strawberry.input
 class TaskBreakEndInput(MutationInput):
     id: strawberry.ID
+
+
+@strawberry.input
+class DevTaskAdvanceInput(MutationInput):
+    task_id: strawberry.ID
+    due_in_seconds: int = strawberry.field(
+        default=60, description=f"when its open instance falls due, from now (0..{MAX_DUE_IN_SECONDS})"
+    )
 
 
 @strawberry.type
@@ -222,6 +238,16 @@ async def end_task_break(info: Info, id: strawberry.ID) -> TaskBreak:
     return TaskBreak(row=row)
 
 
+async def advance_for_dev(info: Info, input: DevTaskAdvanceInput) -> Task:
+    if not info.context.settings.dev_clock:
+        raise Forbidden("the dev clock is off: it runs only under `proofloop dev` (PROOFLOOP_DEV_CLOCK)")
+    if not 0 <= input.due_in_seconds <= MAX_DUE_IN_SECONDS:
+        raise BadInput("dueInSeconds", f"must be between 0 and {MAX_DUE_IN_SECONDS}")
+    timing = info.context.policies.chain
+    viewer = await info.context.viewer()
+    return Task(row=await advance_task(viewer, str(input.task_id), input.due_in_seconds, timing=timing))
+
+
 PAUSE = "with a commitment horizon, an ACTIVE task's pause waits (Task.pendingChange.pause)"
 UPDATE = "easier parts wait out your commitment horizon (Task.pendingChange); the rest apply now"
 DELETE = "with a commitment horizon, an ACTIVE task's deletion waits (Task.pendingChange.delete)"
@@ -284,6 +310,19 @@ class TaskMutations:
             return TaskBreakSchedulePayload(breaks=await plan_break(info, input))
 
         return await settle(TaskBreakSchedulePayload, input, work)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
+        description="dev only (`make run`): brings your task's open instance forward to fall due dueInSeconds"
+        " from now, its window with it; the next one is planned from the occurrence it stood for, so each"
+        " call brings the schedule's next occurrence (a week of a daily task in seven calls). FORBIDDEN"
+        " elsewhere",
+    )
+    async def dev_task_advance(self, info: Info, input: DevTaskAdvanceInput) -> TaskPayload:
+        async def work() -> TaskPayload:
+            return TaskPayload(task=await advance_for_dev(info, input))
+
+        return await settle(TaskPayload, input, work)
 
     @strawberry.mutation(permission_classes=[IsAuthenticated], description=END_BREAK)
     async def task_break_end(self, info: Info, input: TaskBreakEndInput) -> TaskBreakEndPayload:

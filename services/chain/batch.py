@@ -177,7 +177,7 @@ async def _plan_next(
     planned: list[PlannedRow] = []
     ended: list[str] = []
     for row in missed:
-        moment = max(row.due_at, now)
+        moment = max(row.scheduled_due_at or row.due_at, now)  # chain.planned_after
         prefetched = due_times.get((row.schedule, row.due_at))
         known, due_at = prefetched.first_after(moment, row.schedule) if prefetched else (False, None)
         if not known:  # the schedule or the clock moved past what was expanded: expand now (rare)

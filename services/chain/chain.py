@@ -133,13 +133,19 @@ async def count_proof(
     return True
 
 
+def planned_after(instance: TaskInstance) -> datetime:
+    """Where the next instance is planned from: the occurrence this one stands for (its due time, unless
+    the dev clock brought it forward: services/tasks/dev_clock.py)."""
+    return instance.scheduled_due_at or instance.due_at
+
+
 async def plan_after_pending(
     task: Task, instance: TaskInstance, *, now: datetime, timing: ChainTiming, due: DueTimes | None
 ) -> None:
     """The instance left PENDING: plan the next one in the same transaction (one PENDING per task),
     unless the task was paused, ended or deleted meanwhile."""
     if task.state is TaskState.ACTIVE and task.deleted_at is None:
-        await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+        await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
 
 
 @dataclass(frozen=True)
@@ -321,12 +327,12 @@ async def _settle_pending(
         if quota_met(task, instance):  # the reviews that waited made up the count
             events = (EventType.VERIFIED,)
             await settle_instance(task, instance, InstanceStatus.VERIFIED, now, events=events)
-            await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+            await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
             return FireOutcome.VERIFIED
     missed = (EventType.MISSED,)
     if not await settle_instance(task, instance, InstanceStatus.MISSED, now, events=missed, fire_at__lte=now):
         return await _resend_if_early(instance, now, link_no)
-    await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+    await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
     log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
     return FireOutcome.MISSED
 
@@ -346,7 +352,7 @@ async def _settle_avoidance(
         await verification.delete()
         return await _resend_if_early(instance, now, link_no)
     await forget_samples(instance)
-    await plan_next_instance(task, after=instance.due_at, now=now, timing=timing, due=due)
+    await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
     log.info(
         "avoid-a-place instance settled",
         extra={"task_id": str(task.id), "instance_id": str(instance.id), "status": outcome.value},

@@ -15,7 +15,7 @@ from typing import Any
 
 from models import EventType, InstanceStatus, TaskState
 from rules.recurrence import Schedule
-from services.chain.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, schedule_from
+from services.chain.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, maybe_utc, schedule_from
 from services.feed import snapshot_columns, snapshot_rows
 from services.kit import as_utc, connection, is_sqlite
 
@@ -28,6 +28,7 @@ class ClaimedRow:
     task_id: str
     status: InstanceStatus
     due_at: datetime
+    scheduled_due_at: datetime | None  # the occurrence it stands for, when the dev clock moved it
     chain_version: int
     owner_id: str
     title: str
@@ -52,7 +53,7 @@ _LIVE = (
     f"t.deleted_at IS NULL AND t.state = '{TaskState.ACTIVE.value}'"
     " AND t.chain_version = {instance}.chain_version"
 )
-_CLAIMED = "i.id, i.task_id, i.status, i.due_at, i.chain_version, " + TASK_COLUMNS
+_CLAIMED = "i.id, i.task_id, i.status, i.due_at, i.scheduled_due_at, i.chain_version, " + TASK_COLUMNS
 
 # One statement: lock (skipping rows another transaction holds, instance or task) and settle each due
 # PENDING row by its own compare-and-set: MISSED when its chain is live, CANCELED when stale. Every row is
@@ -117,6 +118,7 @@ async def claim_and_settle(instance_ids: list[str], now: datetime) -> list[Claim
             task_id=str(r["task_id"]),
             status=InstanceStatus(r["status"]),
             due_at=as_utc(r["due_at"]),
+            scheduled_due_at=maybe_utc(r["scheduled_due_at"]),
             chain_version=int(r["chain_version"]),
             owner_id=str(r["owner_id"]),
             title=str(r["title"]),

@@ -12,6 +12,7 @@ from services.tasks.breaks import (
     schedule_break,
     upcoming_outside_breaks,
 )
+from services.tasks.dev_clock import MAX_DUE_IN_SECONDS, advance_task
 from services.tasks.drafts import (
     COLUMN_RULES,
     DEFAULT_REVIEW_WINDOW_SECONDS,
@@ -55,6 +56,7 @@ __all__ = [
     "INSTANCE_ORDER",
     "MAX_AGENDA_DAYS",
     "MAX_BREAKS_AHEAD",
+    "MAX_DUE_IN_SECONDS",
     "TASK_ORDER",
     "VERIFICATION_ORDER",
     "BreakRequest",
@@ -74,6 +76,7 @@ __all__ = [
     "ZoneMoves",
     "activity_rule",
     "activity_rule_of",
+    "advance_task",
     "agenda",
     "apply_changes_before_links",
     "apply_changes_of",
