@@ -579,6 +579,29 @@ class Settings(BaseSettings):
         ),
     )
 
+    # == Web Push
+    push_subscriptions_per_user: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="Browsers one user may subscribe for Web Push; one more is `CONFLICT`.",
+    )
+    vapid_private_key: str | None = Field(
+        default=None,
+        description=(
+            "The Web Push application server key (VAPID, RFC 8292): base64url of the 32-byte P-256 private "
+            "scalar. Unset: derived from PROOFLOOP_SECRET_KEY (browsers' subscriptions are bound to it: "
+            "changing either makes every browser subscribe again)."
+        ),
+    )
+    vapid_subject: str = Field(
+        default="mailto:push@proofloop.invalid",
+        description=(
+            "How push services reach the operator (`mailto:` or `https:`), sent in every Web Push request; "
+            "set it to a real address in production."
+        ),
+    )
+
     # == Webhooks
     webhooks_per_user: int = Field(
         default=5,

@@ -118,6 +118,13 @@ class DeliveryStatus(StrEnum):
     REFUSED = "REFUSED"  # the address is not one a webhook may reach
 
 
+class Transport(StrEnum):
+    """How a subscription to events is reached (one outbox, one set of rules for both)."""
+
+    WEBHOOK = "WEBHOOK"  # a signed POST to the owner's URL
+    WEB_PUSH = "WEB_PUSH"  # an encrypted Web Push message to a browser's push service (RFC 8030/8291/8292)
+
+
 class ExportStatus(StrEnum):
     PENDING = "PENDING"  # asked for: a worker builds the archive
     READY = "READY"  # built, its link mailed; downloadable until expires_at

@@ -1,12 +1,13 @@
-"""A user's webhook, where the events it subscribes to are POSTed signed with its HMAC secret, and its
-deliveries: one outbox row per event and webhook, a durable timer (fire_at/link_no) like the chain's."""
+"""A user's webhook, where the events it subscribes to are POSTed signed with its HMAC secret, or a
+browser's push subscription, which gets the same events encrypted for it (Transport); and their
+deliveries: one outbox row per event and subscription, a durable timer (fire_at/link_no) like the chain's."""
 
 from __future__ import annotations
 
 from tortoise import fields
 from tortoise.models import Model
 
-from models.enums import DeliveryStatus
+from models.enums import DeliveryStatus, Transport
 from models.user import User
 
 
@@ -15,9 +16,14 @@ class Webhook(Model):
     owner: fields.ForeignKeyRelation[User] = fields.ForeignKeyField(
         "models.User", related_name="webhooks", on_delete=fields.CASCADE
     )
-    url = fields.CharField(max_length=2000)
-    # the receiver verifies signatures with it, so it is kept as given (shown to the owner only once)
+    transport = fields.CharEnumField(
+        Transport, max_length=16, default=Transport.WEBHOOK, db_default="WEBHOOK"
+    )
+    url = fields.CharField(max_length=2000)  # WEB_PUSH: the push service's endpoint for the browser
+    # WEBHOOK: the receiver verifies signatures with it, so it is kept as given (shown to the owner only
+    # once); WEB_PUSH: the browser's public key and auth secret the message is encrypted for (JSON)
     secret = fields.CharField(max_length=200)
+    device_name = fields.CharField(max_length=100, null=True)  # WEB_PUSH: how the owner named the browser
     # the EventType names it receives, comma-separated (webhooks from before types were chosen: reminders)
     event_types = fields.CharField(max_length=300, default="DUE_SOON", db_default="DUE_SOON")
     created_at = fields.DatetimeField(auto_now_add=True)

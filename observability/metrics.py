@@ -117,8 +117,9 @@ REMINDERS = Counter(
 )
 WEBHOOK_DELIVERIES = Counter(
     "proofloop_webhook_deliveries_total",
-    "Webhook delivery attempts, by outcome: delivered, failed (retried later), given_up (out of"
-    " attempts), refused (the address resolved to a private or reserved network).",
+    "Webhook and Web Push delivery attempts, by outcome: delivered, failed (retried later), given_up (out"
+    " of attempts), refused (the address resolved to a private or reserved network), gone (a push service"
+    " no longer knows the subscription: removed).",
     ["outcome"],
 )
 GRAPHQL_DURATION = Histogram(

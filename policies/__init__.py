@@ -17,7 +17,7 @@ from services.chain import ChainTiming
 from services.exports import ExportRules
 from services.kit import AttemptWindow, LoginBackoff
 from services.timers import PumpSettings
-from services.webhooks import DeliveryLimits, DeliveryTiming
+from services.webhooks import DeliveryLimits, DeliveryTiming, VapidIdentity
 from settings import Settings
 from storage import ArchiveStore, BlobStore, open_archive_store, open_blob_store
 
@@ -98,7 +98,12 @@ def delivery_limits(settings: Settings) -> DeliveryLimits:
         per_user=settings.webhook_concurrency_per_user,
         per_host=settings.webhook_concurrency_per_host,
         allow_insecure=settings.webhook_allow_insecure,
+        web_push=web_push_identity(settings),
     )
+
+
+def web_push_identity(settings: Settings) -> VapidIdentity:
+    return VapidIdentity.of(settings.resolved_secret_key, settings.vapid_private_key, settings.vapid_subject)
 
 
 def delivery_timing(settings: Settings) -> DeliveryTiming:

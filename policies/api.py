@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from policies import account_rules, chain_timing, export_rules, horizon_day
+from policies import account_rules, chain_timing, export_rules, horizon_day, web_push_identity
 from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
 from services.exports import ExportRules
 from services.kit import AttemptWindow
 from services.proofs import DecodeGate, IntegrationPolicy, MediaPolicy
+from services.webhooks import VapidIdentity
 from settings import Settings
 from storage import BlobStore
 
@@ -45,6 +46,7 @@ class ApiPolicies:
     accounts: AccountRules
     media: MediaPolicy
     webhook_tries: AttemptWindow  # test pings and redeliveries, per user
+    web_push: VapidIdentity  # the key browsers subscribe with (its public half)
     exports: ExportRules
     integrations: IntegrationPolicy
 
@@ -58,6 +60,7 @@ def api_policies(
         accounts=account_rules(settings, passwords),
         media=media_policy(settings, decode_gate, media_store),
         webhook_tries=AttemptWindow("webhook-tries", settings.webhook_tries_per_hour, 3600),
+        web_push=web_push_identity(settings),
         exports=export_rules(settings),
         integrations=integration_policy(settings),
     )

@@ -20,6 +20,7 @@ from resolvers.nodes import NodeQueries
 from resolvers.partners import FirstPartnerMutations, PartnerMutations, PartnerQueries
 from resolvers.progress import ProgressQueries
 from resolvers.proofs import FirstProofMutations, ProofMutations
+from resolvers.push import PushMutations, PushQueries
 from resolvers.reviews import FirstReviewMutations, ReviewMutations, ReviewQueries
 from resolvers.tasks import FirstTaskMutations, TaskMutations, TaskQueries
 from resolvers.webhooks import FirstWebhookMutations, WebhookMutations, WebhookQueries
@@ -47,6 +48,7 @@ class Query(
     AgendaQueries,
     ExportQueries,
     WebhookQueries,
+    PushQueries,
     NodeQueries,
 ):
     pass
@@ -61,6 +63,7 @@ class Mutation(
     ProofMutations,
     ReviewMutations,
     WebhookMutations,
+    PushMutations,
     ExportMutations,
     # the first shape, deprecated (docs/schema/changes.md): kept working until its removal date
     FirstAccountMutations,

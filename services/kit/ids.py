@@ -31,6 +31,7 @@ TYPE_OF = {
     "partnership": "Partnership",
     "session": "Session",
     "webhook": "Webhook",
+    "push subscription": "PushSubscription",
     "delivery": "WebhookDelivery",
     "break": "TaskBreak",
 }

@@ -7,6 +7,7 @@ from services.webhooks.fanout import fan_out_events
 from services.webhooks.outbox import DELIVER_ACTOR, WEBHOOK_QUEUE, DeliveryTiming
 from services.webhooks.pump import claim_due_deliveries
 from services.webhooks.sender import DeliveryLimits, WebhookSender
+from services.webhooks.web_push import BrowserKeys, VapidIdentity
 from services.webhooks.webhooks import (
     FiredReminder,
     owned_webhooks_among,
@@ -17,9 +18,11 @@ from services.webhooks.webhooks import (
 __all__ = [
     "DELIVER_ACTOR",
     "WEBHOOK_QUEUE",
+    "BrowserKeys",
     "DeliveryLimits",
     "DeliveryTiming",
     "FiredReminder",
+    "VapidIdentity",
     "WebhookSender",
     "claim_due_deliveries",
     "fan_out_events",

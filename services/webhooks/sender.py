@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from models import DeliveryStatus, WebhookDelivery
+from models import DeliveryStatus, Transport, Webhook, WebhookDelivery
 from observability.metrics import count_webhook_delivery
 from services.kit import NameLookups, signature
 from services.webhooks.addresses import RefusedAddress, Target, parse_target, resolve_checked
@@ -35,6 +35,7 @@ from services.webhooks.outbox import (
     retry_later,
     take_for_attempt,
 )
+from services.webhooks.web_push import GONE, BrowserKeys, VapidIdentity, push_request
 from services.webhooks.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 log = logging.getLogger("proofloop.webhooks")
@@ -48,6 +49,8 @@ LANE_WAIT_SECONDS = 2.0
 # deliveries admitted beyond those attempting, as a multiple of the per-process bound: a burst (a herd's
 # notices) waits its turn in memory instead of being put off and linked again row by row
 ADMIT_BACKLOG = 64
+# what a phone should show at once, even in power saving (Web Push Urgency: high)
+URGENT_KINDS = frozenset({"REVIEW_REQUESTED", "APPEAL_REQUESTED", "DUE_SOON"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class DeliveryLimits:
     per_user: int
     per_host: int
     allow_insecure: bool
+    web_push: VapidIdentity | None = None  # how Web Push deliveries identify this deployment
 
 
 class DeliverySlots:
@@ -128,6 +132,7 @@ class WebhookSender:
         self.slots = DeliverySlots(limits)
         self.timing = timing
         self.allow_insecure = limits.allow_insecure
+        self.web_push = limits.web_push
         self.tls = ssl.create_default_context()  # loading the CA store costs milliseconds: once per process
         self.lookups = NameLookups()  # threads of their own: a slow resolver holds none the chain uses
         self.tasks: set[asyncio.Task[None]] = set()
@@ -188,15 +193,7 @@ class WebhookSender:
     async def _attempt(self, delivery: WebhookDelivery, target: Target) -> None:
         """One attempt, recorded whatever happens: delivered, retried later, given up or refused."""
         hook = delivery.webhook
-        body = delivery.body.encode()
-        timestamp = str(int(time.time()))
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "Proofloop-Webhook/1",
-            TIMESTAMP_HEADER: timestamp,
-            SIGNATURE_HEADER: signature(hook.secret, timestamp, body),
-            DELIVERY_HEADER: str(delivery.id),
-        }
+        body, headers = self._request(delivery)
         deadline = self.timing.attempt_seconds
         try:
             async with asyncio.timeout(deadline):  # lookup, connect, TLS, headers and body, all in one
@@ -220,6 +217,14 @@ class WebhookSender:
             answer, error = Answer(0), type(exc).__name__
         else:
             error = f"HTTP {answer.status}"
+        if hook.transport is Transport.WEB_PUSH and answer.status in GONE:
+            # the browser unsubscribed (or its subscription expired): the push service will never take it
+            await Webhook.filter(id=hook.id).delete()  # its deliveries go with it
+            count_webhook_delivery("gone")
+            log.info(
+                "push subscription gone (HTTP %d): removed", answer.status, extra={"webhook_id": str(hook.id)}
+            )
+            return
         if answer.delivered:
             await finish(delivery, DeliveryStatus.DELIVERED, None)
             count_webhook_delivery("delivered")
@@ -235,6 +240,25 @@ class WebhookSender:
                 wait,
                 extra={"webhook_id": str(hook.id), "delivery_id": str(delivery.id)},
             )
+
+    def _request(self, delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
+        """The body and headers of an attempt: signed JSON for a webhook, an encrypted message for a
+        browser's push service."""
+        hook, body = delivery.webhook, delivery.body.encode()
+        if hook.transport is Transport.WEB_PUSH:
+            if self.web_push is None:
+                raise RuntimeError("a Web Push delivery needs the worker's VAPID identity (DeliveryLimits)")
+            urgent = delivery.kind in URGENT_KINDS
+            return push_request(body, BrowserKeys.read(hook.secret), hook.url, self.web_push, urgent)
+        timestamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "Proofloop-Webhook/1",
+            TIMESTAMP_HEADER: timestamp,
+            SIGNATURE_HEADER: signature(hook.secret, timestamp, body),
+            DELIVERY_HEADER: str(delivery.id),
+        }
+        return body, headers
 
     async def _refused(self, delivery: WebhookDelivery, why: str) -> None:
         await finish(delivery, DeliveryStatus.REFUSED, why[:200])

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from tortoise.queryset import QuerySet
 
-from models import DeliveryStatus, EventType, Task, TaskInstance, User, Webhook, WebhookDelivery
+from models import DeliveryStatus, EventType, Task, TaskInstance, Transport, User, Webhook, WebhookDelivery
 from services.kit import (
     AttemptWindow,
     BadInput,
@@ -33,10 +33,11 @@ from services.kit import (
     send_after_commit,
     write_transaction,
 )
-from services.webhooks.addresses import RefusedAddress, parse_target, resolve_checked
+from services.webhooks.addresses import RefusedAddress, Target, parse_target, resolve_checked
 from services.webhooks.outbox import NewDelivery, delivery_message, queue_deliveries
 from services.webhooks.quiet import quiet_ends
 from services.webhooks.subscriptions import stored_types, subscribed_types
+from services.webhooks.web_push import BrowserKeys
 
 log = logging.getLogger("proofloop.webhooks")
 
@@ -68,30 +69,107 @@ async def register_webhook(
     elif not SECRET_LENGTHS[0] <= len(secret) <= SECRET_LENGTHS[1]:
         raise BadInput("input.secret", f"must be {SECRET_LENGTHS[0]} to {SECRET_LENGTHS[1]} characters")
     types = stored_types(event_types, "input.eventTypes")
-    await _refuse_past_quota(owner, max_per_user)  # before the lookup: a full quota costs no resolver time
-    try:
-        await resolve_checked(target, lookups, allow_insecure=allow_insecure, within_seconds=lookup_timeout)
-    except RefusedAddress as exc:
-        raise BadInput("input.url", str(exc)) from None
-    async with write_transaction():
-        # serializes this owner's registrations, so two at once cannot both pass the quota
-        await User.filter(id=owner.id).select_for_update().first()
-        await _refuse_past_quota(owner, max_per_user)  # a statement after the lock: it sees their commits
-        hook = await Webhook.create(owner_id=owner.id, url=target.url, secret=secret, event_types=types)
+    hook = await _subscribe(
+        owner,
+        Subscriber(Transport.WEBHOOK, target, secret, types),
+        lookups=lookups,
+        allow_insecure=allow_insecure,
+        max_per_user=max_per_user,
+        lookup_timeout=lookup_timeout,
+    )
     return hook, secret
 
 
-async def _refuse_past_quota(owner: User, max_per_user: int) -> None:
-    if await Webhook.filter(owner_id=owner.id).count() >= max_per_user:
-        raise Conflict(f"you have {max_per_user} webhooks, the most allowed: delete one to add another")
+async def register_push_subscription(
+    owner: User,
+    endpoint: str,
+    keys: BrowserKeys,
+    device_name: str | None,
+    event_types: Iterable[EventType] | None = None,
+    *,
+    lookups: NameLookups,
+    allow_insecure: bool,
+    max_per_user: int,
+    lookup_timeout: float,
+) -> Webhook:
+    """A browser's Web Push subscription: the same events, access rules, quiet hours and outbox as a
+    webhook, each delivery encrypted for the browser's keys (services/webhooks/web_push.py)."""
+    try:
+        target = parse_target(endpoint, allow_insecure=allow_insecure)
+    except RefusedAddress as exc:
+        raise BadInput("input.endpoint", str(exc)) from None
+    if device_name is not None and not 0 < len(device_name.strip()) <= MAX_DEVICE_NAME:
+        raise BadInput("input.deviceName", f"must be 1 to {MAX_DEVICE_NAME} characters")
+    types = stored_types(event_types, "input.eventTypes")
+    subscriber = Subscriber(Transport.WEB_PUSH, target, keys.stored(), types, device_name)
+    return await _subscribe(
+        owner,
+        subscriber,
+        lookups=lookups,
+        allow_insecure=allow_insecure,
+        max_per_user=max_per_user,
+        lookup_timeout=lookup_timeout,
+    )
+
+
+MAX_DEVICE_NAME = 100
+
+
+@dataclass(frozen=True)
+class Subscriber:
+    transport: Transport
+    target: Target
+    secret: str
+    event_types: str
+    device_name: str | None = None
+
+
+async def _subscribe(
+    owner: User,
+    subscriber: Subscriber,
+    *,
+    lookups: NameLookups,
+    allow_insecure: bool,
+    max_per_user: int,
+    lookup_timeout: float,
+) -> Webhook:
+    """Store a webhook or a push subscription once its address checks out, within the owner's quota."""
+    field = "input.url" if subscriber.transport is Transport.WEBHOOK else "input.endpoint"
+    # before the lookup: a full quota costs no resolver time
+    await _refuse_past_quota(owner, subscriber.transport, max_per_user)
+    try:
+        await resolve_checked(
+            subscriber.target, lookups, allow_insecure=allow_insecure, within_seconds=lookup_timeout
+        )
+    except RefusedAddress as exc:
+        raise BadInput(field, str(exc)) from None
+    async with write_transaction():
+        # serializes this owner's registrations, so two at once cannot both pass the quota
+        await User.filter(id=owner.id).select_for_update().first()
+        # a statement after the lock: it sees their commits
+        await _refuse_past_quota(owner, subscriber.transport, max_per_user)
+        return await Webhook.create(
+            owner_id=owner.id,
+            transport=subscriber.transport,
+            url=subscriber.target.url,
+            secret=subscriber.secret,
+            event_types=subscriber.event_types,
+            device_name=subscriber.device_name,
+        )
+
+
+async def _refuse_past_quota(owner: User, transport: Transport, max_per_user: int) -> None:
+    if await Webhook.filter(owner_id=owner.id, transport=transport).count() >= max_per_user:
+        what = "webhooks" if transport is Transport.WEBHOOK else "browsers subscribed for Web Push"
+        raise Conflict(f"you have {max_per_user} {what}, the most allowed: delete one to add another")
 
 
 # a user's webhooks, oldest first
 WEBHOOK_ORDER = Keyset("webhook", (SortKey("created_at", parse_instant), SortKey("id", parse_uuid)))
 
 
-def owned_webhooks_query(owner: User) -> QuerySet[Webhook]:
-    return Webhook.filter(owner_id=owner.id)
+def owned_webhooks_query(owner: User, transport: Transport = Transport.WEBHOOK) -> QuerySet[Webhook]:
+    return Webhook.filter(owner_id=owner.id, transport=transport)
 
 
 async def owned_webhooks(owner: User) -> list[Webhook]:
@@ -99,13 +177,15 @@ async def owned_webhooks(owner: User) -> list[Webhook]:
 
 
 async def owned_webhooks_among(owner: User, ids: Collection[str]) -> list[Webhook]:
-    return await Webhook.filter(owner_id=owner.id, id__in=list(ids))
+    return await Webhook.filter(owner_id=owner.id, id__in=list(ids), transport=Transport.WEBHOOK)
 
 
-async def delete_webhook(owner: User, webhook_id: str) -> None:
-    deleted = await Webhook.filter(id=parse_id(webhook_id, "webhook"), owner_id=owner.id).delete()
+async def delete_webhook(owner: User, webhook_id: str, transport: Transport = Transport.WEBHOOK) -> None:
+    what = "webhook" if transport is Transport.WEBHOOK else "push subscription"
+    key = parse_id(webhook_id, what)
+    deleted = await Webhook.filter(id=key, owner_id=owner.id, transport=transport).delete()
     if not deleted:
-        raise NotFound("no such webhook")
+        raise NotFound(f"no such {what}")
 
 
 @dataclass(frozen=True)
@@ -194,22 +274,29 @@ DELIVERY_ORDER = Keyset(
 FINISHED = (DeliveryStatus.DELIVERED, DeliveryStatus.GIVEN_UP, DeliveryStatus.REFUSED)
 
 
-async def _owned_webhook(owner: User, webhook_id: str) -> Webhook:
-    hook = await Webhook.get_or_none(id=parse_id(webhook_id, "webhook"), owner_id=owner.id)
+async def _owned_webhook(owner: User, webhook_id: str, transport: Transport = Transport.WEBHOOK) -> Webhook:
+    what = "webhook" if transport is Transport.WEBHOOK else "push subscription"
+    hook = await Webhook.get_or_none(id=parse_id(webhook_id, what), owner_id=owner.id, transport=transport)
     if hook is None:
-        raise NotFound("no such webhook")
+        raise NotFound(f"no such {what}")
     return hook
 
 
-async def deliveries_query(owner: User, webhook_id: str) -> QuerySet[WebhookDelivery]:
-    """The delivery log of one of the owner's webhooks (finished ones are kept for the retention)."""
-    hook = await _owned_webhook(owner, webhook_id)
+async def deliveries_query(
+    owner: User, webhook_id: str, transport: Transport = Transport.WEBHOOK
+) -> QuerySet[WebhookDelivery]:
+    """The delivery log of one of the owner's webhooks or push subscriptions (finished ones are kept for
+    the retention)."""
+    hook = await _owned_webhook(owner, webhook_id, transport)
     return WebhookDelivery.filter(webhook_id=hook.id)
 
 
-async def ping_webhook(owner: User, webhook_id: str, *, tries: AttemptWindow) -> WebhookDelivery:
-    """A signed PING to one of the owner's webhooks, sent and retried like any delivery."""
-    hook = await _owned_webhook(owner, webhook_id)
+async def ping_webhook(
+    owner: User, webhook_id: str, *, tries: AttemptWindow, transport: Transport = Transport.WEBHOOK
+) -> WebhookDelivery:
+    """A PING to one of the owner's webhooks (signed) or browsers (encrypted), sent and retried like any
+    delivery."""
+    hook = await _owned_webhook(owner, webhook_id, transport)
     await tries.count(str(owner.id))
     async with write_transaction():
         now = await db_now()
@@ -219,7 +306,11 @@ async def ping_webhook(owner: User, webhook_id: str, *, tries: AttemptWindow) ->
             "deliveryId": delivery_id,
             "occurredAt": format_instant(now),
             "recipient": {"id": global_id("User", owner.id), "role": "OWNER"},
-            "webhook": {"id": global_id("Webhook", hook.id)},
+            **(
+                {"webhook": {"id": global_id("Webhook", hook.id)}}
+                if hook.transport is Transport.WEBHOOK
+                else {"pushSubscription": {"id": global_id("PushSubscription", hook.id)}}
+            ),
         }
         body = json.dumps(payload, separators=(",", ":"))
         await queue_deliveries([NewDelivery(delivery_id, str(hook.id), body, "PING")], now)

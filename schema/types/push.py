@@ -1,0 +1,64 @@
+"""A browser subscribed for Web Push: where the events you chose reach it, encrypted for it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from urllib.parse import urlsplit
+
+import strawberry
+
+from models import EventType, Transport
+from models import Webhook as WebhookRow
+from schema.context import Info
+from schema.types.node import Node
+from schema.types.pagination import Connection, page_request
+from schema.types.webhook import WebhookDelivery
+from services.kit import global_id, keyset_page
+from services.webhooks import webhooks
+from services.webhooks.subscriptions import subscribed_types
+
+
+@strawberry.type(
+    description="a browser subscribed for Web Push: the events you chose, sent encrypted for it through "
+    "its push service with the same rules as webhooks (who may read what, quiet hours, retries)"
+)
+class PushSubscription(Node):
+    row: strawberry.Private[WebhookRow]
+
+    @strawberry.field
+    def id(self) -> strawberry.ID:
+        return strawberry.ID(global_id("PushSubscription", self.row.id))
+
+    @strawberry.field(description="as you named it when subscribing")
+    def device_name(self) -> str | None:
+        return self.row.device_name
+
+    @strawberry.field(description="the push service that reaches it (the endpoint's origin)")
+    def push_service(self) -> str:
+        parts = urlsplit(self.row.url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @strawberry.field(description="the events it receives: yours, and those of users you partner for")
+    def event_types(self) -> list[EventType]:
+        return sorted(subscribed_types(self.row.event_types))
+
+    @strawberry.field
+    def created_at(self) -> datetime:
+        return self.row.created_at
+
+    @strawberry.field(description="its delivery log, newest first (finished ones are kept 30 days)")
+    async def deliveries(
+        self,
+        info: Info,
+        first: int | None = 20,
+        after: str | None = None,
+        last: int | None = None,
+        before: str | None = None,
+    ) -> Connection[WebhookDelivery]:
+        order = webhooks.DELIVERY_ORDER
+        request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
+        query = await webhooks.deliveries_query(
+            await info.context.viewer(), str(self.row.id), Transport.WEB_PUSH
+        )
+        page = await keyset_page(query, order, request)
+        return Connection.of(page, order, lambda row: WebhookDelivery(row=row), query.count)
