@@ -57,6 +57,14 @@ ACCOUNT = """query {
   sessions { __typename createdAt expiresAt lastUsedAt }
   partnerships { __typename createdAt }
   webhooks { __typename createdAt deliveries(first: 5) { edges { node { __typename createdAt finishedAt } } } }
+  pushSubscriptions { edges { node { __typename createdAt } } }
+}"""
+# a browser's subscription: a P-256 point (the generator) and a 16-byte secret, as PushManager gives them
+PUSH = """mutation($endpoint: String!) {
+  pushSubscriptionRegister(input: {endpoint: $endpoint, keys: {auth: "AAAAAAAAAAAAAAAAAAAAAA",
+    p256dh: "BGsX0fLhLEJH-Lzm5WOkQPJ3A32BLeszoPShOUXYmMKWT-NC4v4af5uO5-tKfA-eFivOM1drMV7Oy7ZAaDe_UfU"}}) {
+    userErrors { message }
+  }
 }"""
 EXPORTS_QUERY = "query { dataExports { __typename requestedAt readyAt expiresAt } }"
 CREATE = """mutation($input: CreateTaskInput!) {
@@ -235,6 +243,9 @@ async def test_every_datetime_the_api_returns_is_utc_with_a_z(
     found: dict[str, list[object]] = {}
     with receiving() as receiver:
         await api.execute(REGISTER_WEBHOOK, {"url": receiver.url}, token=owner)
+        # a push service nobody runs: its deliveries never reach the webhook receiver read below
+        pushed = await api.execute(PUSH, {"endpoint": "http://127.0.0.1:8080/push"}, token=owner)
+        assert pushed["pushSubscriptionRegister"]["userErrors"] == []
         await api.execute(CREATE, {"input": hooked}, token=owner)
         task = (await api.execute(CREATE, {"input": task_input}, token=owner))["createTask"]
         assert task["schedule"]["startsAt"] == starts.strftime("%Y-%m-%dT%H:%M:%SZ")
