@@ -7,6 +7,7 @@ import strawberry
 from models import User as UserRow
 from rules.quiet_hours import clock_of
 from schema.context import Info
+from schema.deprecations import replaced_by
 from schema.types.node import Node
 from services.accounts import horizon_days
 from services.kit import global_id
@@ -39,9 +40,19 @@ class User(Node):
     def display_name(self) -> str:
         return self.row.display_name
 
-    @strawberry.field(description="only on yourself: empty for anyone else (a task has its own timezone)")
+    @strawberry.field(
+        description="only on yourself: empty for anyone else (a task has its own timezone)",
+        deprecation_reason=replaced_by("profileTimezone", "null, not an empty string, for anyone else"),
+    )
     async def timezone(self, info: Info) -> str:
-        return self.row.timezone if await self._is_self(info) else ""
+        return await self.profile_timezone(info) or ""
+
+    @strawberry.field(
+        description="your profile's IANA zone (where a new task's schedule is read when it names none); "
+        "null for anyone else (each task says its own: Schedule.timezone)"
+    )
+    async def profile_timezone(self, info: Info) -> str | None:
+        return self.row.timezone if await self._is_self(info) else None
 
     async def _is_self(self, info: Info) -> bool:
         # another user (a partner, a co-partner through `reviewer`) shows an id and a display name only

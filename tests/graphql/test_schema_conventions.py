@@ -83,3 +83,12 @@ async def test_reviewing_a_proof_its_method_judged_says_so(api: ApiClient) -> No
         assert failure.errors[0]["extensions"] == {"code": "CONFLICT", "reason": "JUDGED_BY_METHOD"}
     else:
         raise AssertionError("the first shape decided a review of a proof its method judged")
+
+
+async def test_what_a_viewer_may_not_see_is_null(api: ApiClient) -> None:
+    owner, owner_id, partner, _ = await partner_pair(api)
+    query = "query($id: ID!) { node(id: $id) { ... on User { email profileTimezone timezone } } }"
+    mine = (await api.execute(query, {"id": owner_id}, token=owner))["node"]
+    theirs = (await api.execute(query, {"id": owner_id}, token=partner))["node"]
+    assert mine["profileTimezone"] == mine["timezone"] == "UTC" and mine["email"]
+    assert (theirs["email"], theirs["profileTimezone"], theirs["timezone"]) == (None, None, "")
