@@ -602,6 +602,30 @@ class Settings(BaseSettings):
         ),
     )
 
+    apns_url: str = Field(
+        default="https://api.push.apple.com",
+        description="Apple's push API (`https://api.sandbox.push.apple.com` for development builds).",
+    )
+    apns_key: str | None = Field(
+        default=None,
+        description=(
+            "The APNs auth key (.p8, PEM text) that signs provider tokens; with PROOFLOOP_APNS_KEY_ID, "
+            "_TEAM_ID and _TOPIC it turns APNs on. Unset: iOS devices cannot be registered."
+        ),
+    )
+    apns_key_id: str = Field(default="", description="The APNs key's id (the `kid` of provider tokens).")
+    apns_team_id: str = Field(default="", description="The Apple developer team id (the `iss`).")
+    apns_topic: str = Field(default="", description="The iOS app's bundle id (`apns-topic`).")
+    fcm_url: str = Field(default="https://fcm.googleapis.com", description="FCM's HTTP v1 API.")
+    fcm_service_account: str | None = Field(
+        default=None,
+        description=(
+            "The Firebase service account's JSON key (its text): turns FCM on; its `project_id` names the "
+            "project and its `token_uri` where access tokens are obtained. Unset: FCM devices cannot be "
+            "registered."
+        ),
+    )
+
     # == Webhooks
     webhooks_per_user: int = Field(
         default=5,

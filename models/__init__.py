@@ -1,6 +1,7 @@
 """Tortoise models, one aggregate per file."""
 
 from models.enums import (
+    PUSH_TRANSPORTS,
     CaptureTimeSource,
     DeliveryStatus,
     EventType,
@@ -33,6 +34,7 @@ from models.verification import Verification
 from models.webhook import Webhook, WebhookDelivery, WebhookFanout
 
 __all__ = [
+    "PUSH_TRANSPORTS",
     "AuthToken",
     "CaptureTimeSource",
     "DataExport",

@@ -123,6 +123,11 @@ class Transport(StrEnum):
 
     WEBHOOK = "WEBHOOK"  # a signed POST to the owner's URL
     WEB_PUSH = "WEB_PUSH"  # an encrypted Web Push message to a browser's push service (RFC 8030/8291/8292)
+    APNS = "APNS"  # an iOS device, through Apple's HTTP/2 API
+    FCM = "FCM"  # an Android (or any Firebase) device, through FCM's HTTP v1 API
+
+
+PUSH_TRANSPORTS = frozenset({Transport.WEB_PUSH, Transport.APNS, Transport.FCM})
 
 
 class ExportStatus(StrEnum):

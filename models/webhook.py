@@ -19,7 +19,8 @@ class Webhook(Model):
     transport = fields.CharEnumField(
         Transport, max_length=16, default=Transport.WEBHOOK, db_default="WEBHOOK"
     )
-    url = fields.CharField(max_length=2000)  # WEB_PUSH: the push service's endpoint for the browser
+    # WEB_PUSH: the push service's endpoint for the browser; APNS, FCM: the device token
+    url = fields.CharField(max_length=2000)
     # WEBHOOK: the receiver verifies signatures with it, so it is kept as given (shown to the owner only
     # once); WEB_PUSH: the browser's public key and auth secret the message is encrypted for (JSON)
     secret = fields.CharField(max_length=200)

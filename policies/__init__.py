@@ -17,7 +17,14 @@ from services.chain import ChainTiming
 from services.exports import ExportRules
 from services.kit import AttemptWindow, LoginBackoff
 from services.timers import PumpSettings
-from services.webhooks import DeliveryLimits, DeliveryTiming, VapidIdentity
+from services.webhooks import (
+    ApnsSender,
+    DeliveryLimits,
+    DeliveryTiming,
+    FcmSender,
+    NativePush,
+    VapidIdentity,
+)
 from settings import Settings
 from storage import ArchiveStore, BlobStore, open_archive_store, open_blob_store
 
@@ -99,7 +106,25 @@ def delivery_limits(settings: Settings) -> DeliveryLimits:
         per_host=settings.webhook_concurrency_per_host,
         allow_insecure=settings.webhook_allow_insecure,
         web_push=web_push_identity(settings),
+        native=native_push(settings),
     )
+
+
+def native_push(settings: Settings) -> NativePush:
+    """The platforms set up: APNs with its key, team, key id and topic; FCM with its service account."""
+    apns = None
+    if settings.apns_key and settings.apns_key_id and settings.apns_team_id and settings.apns_topic:
+        apns = ApnsSender.of(
+            settings.apns_url,
+            settings.apns_key,
+            settings.apns_key_id,
+            settings.apns_team_id,
+            settings.apns_topic,
+        )
+    fcm = (
+        FcmSender.of(settings.fcm_url, settings.fcm_service_account) if settings.fcm_service_account else None
+    )
+    return NativePush(apns=apns, fcm=fcm)
 
 
 def web_push_identity(settings: Settings) -> VapidIdentity:

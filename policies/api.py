@@ -5,13 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from policies import account_rules, chain_timing, export_rules, horizon_day, web_push_identity
+from policies import (
+    account_rules,
+    chain_timing,
+    export_rules,
+    horizon_day,
+    native_push,
+    web_push_identity,
+)
 from services.accounts import AccountRules, PasswordHashing
 from services.chain import ChainTiming
 from services.exports import ExportRules
 from services.kit import AttemptWindow
 from services.proofs import DecodeGate, IntegrationPolicy, MediaPolicy
-from services.webhooks import VapidIdentity
+from services.webhooks import NativePush, VapidIdentity
 from settings import Settings
 from storage import BlobStore
 
@@ -47,6 +54,7 @@ class ApiPolicies:
     media: MediaPolicy
     webhook_tries: AttemptWindow  # test pings and redeliveries, per user
     web_push: VapidIdentity  # the key browsers subscribe with (its public half)
+    native_push: NativePush  # which phone platforms devices may be registered for
     exports: ExportRules
     integrations: IntegrationPolicy
 
@@ -61,6 +69,7 @@ def api_policies(
         media=media_policy(settings, decode_gate, media_store),
         webhook_tries=AttemptWindow("webhook-tries", settings.webhook_tries_per_hour, 3600),
         web_push=web_push_identity(settings),
+        native_push=native_push(settings),
         exports=export_rules(settings),
         integrations=integration_policy(settings),
     )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 import strawberry
 
-from models import Transport
+from models import PUSH_TRANSPORTS, Transport
 from resolvers.permissions import IsAuthenticated
 from schema.context import Info
 from schema.enums import EventType
@@ -32,6 +34,24 @@ class PushSubscriptionRegisterInput(MutationInput):
     event_types: list[EventType] | None = strawberry.field(
         default=None,
         description="the events it receives, as for a webhook; left out or null: [DUE_SOON]",
+    )
+
+
+@strawberry.enum(description="a phone's platform")
+class DevicePlatform(Enum):
+    APNS = "APNS"
+    FCM = "FCM"
+
+
+@strawberry.input(description="a phone's push token, as its platform gave it to the app")
+class PushDeviceRegisterInput(MutationInput):
+    platform: DevicePlatform
+    token: str = strawberry.field(description="APNs: the device token in hex; FCM: the registration token")
+    device_name: str | None = strawberry.field(
+        default=None, description="how you name it (1..100 characters)"
+    )
+    event_types: list[EventType] | None = strawberry.field(
+        default=None, description="the events it receives, as for a webhook; left out or null: [DUE_SOON]"
     )
 
 
@@ -78,7 +98,7 @@ class PushQueries:
     ) -> Connection[PushSubscription]:
         order = webhooks.WEBHOOK_ORDER
         request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
-        query = webhooks.owned_webhooks_query(await info.context.viewer(), Transport.WEB_PUSH)
+        query = webhooks.owned_webhooks_query(await info.context.viewer(), PUSH_TRANSPORTS)
         page = await keyset_page(query, order, request)
         return Connection.of(page, order, lambda row: PushSubscription(row=row), query.count)
 
@@ -111,6 +131,28 @@ class PushMutations:
 
     @strawberry.mutation(
         permission_classes=[IsAuthenticated],
+        description="registers a phone (APNs or FCM, where the server is set up for it; BAD_USER_INPUT on"
+        " input.platform otherwise), counted with browsers in PROOFLOOP_PUSH_SUBSCRIPTIONS_PER_USER",
+    )
+    async def push_device_register(
+        self, info: Info, input: PushDeviceRegisterInput
+    ) -> PushSubscriptionPayload:
+        async def work() -> PushSubscriptionPayload:
+            row = await webhooks.register_push_device(
+                await info.context.viewer(),
+                Transport(input.platform.value),
+                input.token,
+                input.device_name,
+                input.event_types,
+                native=info.context.policies.native_push,
+                max_per_user=info.context.settings.push_subscriptions_per_user,
+            )
+            return PushSubscriptionPayload(push_subscription=PushSubscription(row=row))
+
+        return await settle(PushSubscriptionPayload, input, work)
+
+    @strawberry.mutation(
+        permission_classes=[IsAuthenticated],
         description="sends a test notification (a PING) to one of your browsers, like any delivery",
     )
     async def push_subscription_ping(
@@ -119,9 +161,7 @@ class PushMutations:
         async def work() -> PushSubscriptionPingPayload:
             tries = info.context.policies.webhook_tries
             viewer = await info.context.viewer()
-            row = await webhooks.ping_webhook(
-                viewer, str(input.id), tries=tries, transport=Transport.WEB_PUSH
-            )
+            row = await webhooks.ping_webhook(viewer, str(input.id), tries=tries, kinds=PUSH_TRANSPORTS)
             return PushSubscriptionPingPayload(delivery=WebhookDelivery(row=row))
 
         return await settle(PushSubscriptionPingPayload, input, work)
@@ -131,7 +171,7 @@ class PushMutations:
         self, info: Info, input: PushSubscriptionInput
     ) -> PushSubscriptionDeletePayload:
         async def work() -> PushSubscriptionDeletePayload:
-            await webhooks.delete_webhook(await info.context.viewer(), str(input.id), Transport.WEB_PUSH)
+            await webhooks.delete_webhook(await info.context.viewer(), str(input.id), PUSH_TRANSPORTS)
             deleted = global_id("PushSubscription", decode_id(input.id, "PushSubscription"))
             return PushSubscriptionDeletePayload(deleted_push_subscription_id=strawberry.ID(deleted))
 

@@ -17,6 +17,6 @@ class Migration(migrations.Migration):
         ops.AddField(
             model_name='Webhook',
             name='transport',
-            field=fields.CharEnumField(default=Transport.WEBHOOK, description='WEBHOOK: WEBHOOK\nWEB_PUSH: WEB_PUSH', db_default='WEBHOOK', enum_type=Transport, max_length=16),
+            field=fields.CharEnumField(default=Transport.WEBHOOK, description='WEBHOOK: WEBHOOK\nWEB_PUSH: WEB_PUSH\nAPNS: APNS\nFCM: FCM', db_default='WEBHOOK', enum_type=Transport, max_length=16),
         ),
     ]

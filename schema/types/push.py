@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import Enum
 from urllib.parse import urlsplit
 
 import strawberry
 
-from models import EventType, Transport
+from models import PUSH_TRANSPORTS, EventType, Transport
 from models import Webhook as WebhookRow
 from schema.context import Info
 from schema.types.node import Node
@@ -18,9 +19,16 @@ from services.webhooks import webhooks
 from services.webhooks.subscriptions import subscribed_types
 
 
+@strawberry.enum(description="how a push subscription is reached")
+class PushPlatform(Enum):
+    WEB_PUSH = "WEB_PUSH"  # a browser, through its push service
+    APNS = "APNS"  # an iOS device, through Apple
+    FCM = "FCM"  # an Android device, through Firebase Cloud Messaging
+
+
 @strawberry.type(
-    description="a browser subscribed for Web Push: the events you chose, sent encrypted for it through "
-    "its push service with the same rules as webhooks (who may read what, quiet hours, retries)"
+    description="a browser subscribed for Web Push, or a phone for APNs or FCM: the events you chose, sent "
+    "with the same rules as webhooks (who may read what, quiet hours, retries)"
 )
 class PushSubscription(Node):
     row: strawberry.Private[WebhookRow]
@@ -33,8 +41,14 @@ class PushSubscription(Node):
     def device_name(self) -> str | None:
         return self.row.device_name
 
-    @strawberry.field(description="the push service that reaches it (the endpoint's origin)")
-    def push_service(self) -> str:
+    @strawberry.field
+    def platform(self) -> PushPlatform:
+        return PushPlatform(self.row.transport.value)
+
+    @strawberry.field(description="WEB_PUSH: the push service that reaches it (the endpoint's origin)")
+    def push_service(self) -> str | None:
+        if self.row.transport is not Transport.WEB_PUSH:
+            return None
         parts = urlsplit(self.row.url)
         return f"{parts.scheme}://{parts.netloc}"
 
@@ -58,7 +72,7 @@ class PushSubscription(Node):
         order = webhooks.DELIVERY_ORDER
         request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
         query = await webhooks.deliveries_query(
-            await info.context.viewer(), str(self.row.id), Transport.WEB_PUSH
+            await info.context.viewer(), str(self.row.id), PUSH_TRANSPORTS
         )
         page = await keyset_page(query, order, request)
         return Connection.of(page, order, lambda row: WebhookDelivery(row=row), query.count)

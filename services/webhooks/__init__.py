@@ -4,6 +4,7 @@ written with each reminder or fanned out from the event feed, and the signed POS
 from __future__ import annotations
 
 from services.webhooks.fanout import fan_out_events
+from services.webhooks.native_push import ApnsSender, FcmSender, NativePush
 from services.webhooks.outbox import DELIVER_ACTOR, WEBHOOK_QUEUE, DeliveryTiming
 from services.webhooks.pump import claim_due_deliveries
 from services.webhooks.sender import DeliveryLimits, WebhookSender
@@ -18,10 +19,13 @@ from services.webhooks.webhooks import (
 __all__ = [
     "DELIVER_ACTOR",
     "WEBHOOK_QUEUE",
+    "ApnsSender",
     "BrowserKeys",
     "DeliveryLimits",
     "DeliveryTiming",
+    "FcmSender",
     "FiredReminder",
+    "NativePush",
     "VapidIdentity",
     "WebhookSender",
     "claim_due_deliveries",

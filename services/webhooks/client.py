@@ -47,13 +47,22 @@ def pinned_request(target: Target, address: str) -> tuple[httpx.URL, str]:
 
 
 async def post_pinned(
-    target: Target, address: str, body: bytes, headers: dict[str, str], *, tls: ssl.SSLContext
+    target: Target,
+    address: str,
+    body: bytes,
+    headers: dict[str, str],
+    *,
+    tls: ssl.SSLContext,
+    http2: bool = False,
 ) -> Answer:
-    """POST `body` to the target at `address`; httpx's errors (and OSError) reach the caller."""
+    """POST `body` to the target at `address`; httpx's errors (and OSError) reach the caller. `http2`:
+    HTTP/2 only (APNs), negotiated over TLS, with prior knowledge over cleartext."""
     url, host_header = pinned_request(target, address)
     # trust_env off: a proxy from the environment would connect to the name, not the checked address
     async with (
-        httpx.AsyncClient(verify=tls, trust_env=False, follow_redirects=False) as client,
+        httpx.AsyncClient(
+            verify=tls, trust_env=False, follow_redirects=False, http1=not http2, http2=http2
+        ) as client,
         client.stream(
             "POST",
             url,

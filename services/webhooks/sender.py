@@ -18,7 +18,7 @@ import logging
 import ssl
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -27,6 +27,7 @@ from observability.metrics import count_webhook_delivery
 from services.kit import NameLookups, signature
 from services.webhooks.addresses import RefusedAddress, Target, parse_target, resolve_checked
 from services.webhooks.client import Answer, UnsendableUrl, post_pinned
+from services.webhooks.native_push import NativePush
 from services.webhooks.outbox import (
     DeliveryTiming,
     finish,
@@ -35,7 +36,7 @@ from services.webhooks.outbox import (
     retry_later,
     take_for_attempt,
 )
-from services.webhooks.web_push import GONE, BrowserKeys, VapidIdentity, push_request
+from services.webhooks.web_push import BrowserKeys, VapidIdentity, push_request
 from services.webhooks.webhooks import DELIVERY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 
 log = logging.getLogger("proofloop.webhooks")
@@ -51,6 +52,12 @@ LANE_WAIT_SECONDS = 2.0
 ADMIT_BACKLOG = 64
 # what a phone should show at once, even in power saving (Web Push Urgency: high)
 URGENT_KINDS = frozenset({"REVIEW_REQUESTED", "APPEAL_REQUESTED", "DUE_SOON"})
+# what each push service answers for a subscription or device it no longer knows: it is removed
+GONE: dict[Transport, tuple[int, ...]] = {
+    Transport.WEB_PUSH: (404, 410),
+    Transport.APNS: (410,),  # Unregistered
+    Transport.FCM: (404,),  # UNREGISTERED
+}
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class DeliveryLimits:
     per_host: int
     allow_insecure: bool
     web_push: VapidIdentity | None = None  # how Web Push deliveries identify this deployment
+    native: NativePush = field(default_factory=NativePush)  # APNs and FCM, where set up
 
 
 class DeliverySlots:
@@ -133,6 +141,7 @@ class WebhookSender:
         self.timing = timing
         self.allow_insecure = limits.allow_insecure
         self.web_push = limits.web_push
+        self.native = limits.native
         self.tls = ssl.create_default_context()  # loading the CA store costs milliseconds: once per process
         self.lookups = NameLookups()  # threads of their own: a slow resolver holds none the chain uses
         self.tasks: set[asyncio.Task[None]] = set()
@@ -173,7 +182,7 @@ class WebhookSender:
     async def _deliver_owed(self, delivery: WebhookDelivery) -> None:
         hook = delivery.webhook
         try:
-            target = parse_target(hook.url, allow_insecure=self.allow_insecure)
+            target = parse_target(self._destination(hook), allow_insecure=self.allow_insecure)
         except RefusedAddress as exc:
             if await take_for_attempt(delivery, self.timing):
                 await self._refused(delivery, str(exc))
@@ -193,15 +202,16 @@ class WebhookSender:
     async def _attempt(self, delivery: WebhookDelivery, target: Target) -> None:
         """One attempt, recorded whatever happens: delivered, retried later, given up or refused."""
         hook = delivery.webhook
-        body, headers = self._request(delivery)
         deadline = self.timing.attempt_seconds
         try:
             async with asyncio.timeout(deadline):  # lookup, connect, TLS, headers and body, all in one
                 # resolved and checked again now: the name may point elsewhere than at registration
+                body, headers = await self._request(delivery)
                 address = await resolve_checked(
                     target, self.lookups, allow_insecure=self.allow_insecure, within_seconds=deadline
                 )
-                answer = await post_pinned(target, address, body, headers, tls=self.tls)
+                http2 = hook.transport is Transport.APNS  # Apple speaks nothing else
+                answer = await post_pinned(target, address, body, headers, tls=self.tls, http2=http2)
         except RefusedAddress as exc:
             await self._refused(delivery, str(exc))
             return
@@ -217,7 +227,7 @@ class WebhookSender:
             answer, error = Answer(0), type(exc).__name__
         else:
             error = f"HTTP {answer.status}"
-        if hook.transport is Transport.WEB_PUSH and answer.status in GONE:
+        if answer.status in GONE.get(hook.transport, ()):
             # the browser unsubscribed (or its subscription expired): the push service will never take it
             await Webhook.filter(id=hook.id).delete()  # its deliveries go with it
             count_webhook_delivery("gone")
@@ -241,14 +251,33 @@ class WebhookSender:
                 extra={"webhook_id": str(hook.id), "delivery_id": str(delivery.id)},
             )
 
-    def _request(self, delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
+    def _destination(self, hook: Webhook) -> str:
+        """Where an attempt is POSTed: the webhook's URL or the browser's push endpoint; for a device,
+        its platform's API (set up by the operator: a device of one that is not is never sent to)."""
+        if hook.transport is Transport.APNS:
+            if self.native.apns is None:
+                raise RefusedAddress("APNs is not set up on this deployment (PROOFLOOP_APNS_KEY)")
+            return self.native.apns.endpoint(hook.url)
+        if hook.transport is Transport.FCM:
+            if self.native.fcm is None:
+                raise RefusedAddress("FCM is not set up on this deployment (PROOFLOOP_FCM_SERVICE_ACCOUNT)")
+            return self.native.fcm.endpoint()
+        return hook.url
+
+    async def _request(self, delivery: WebhookDelivery) -> tuple[bytes, dict[str, str]]:
         """The body and headers of an attempt: signed JSON for a webhook, an encrypted message for a
-        browser's push service."""
+        browser's push service, a notification for a device."""
         hook, body = delivery.webhook, delivery.body.encode()
+        urgent = delivery.kind in URGENT_KINDS
+        if hook.transport is Transport.APNS and self.native.apns is not None:
+            _, message, headers = self.native.apns.request(hook.url, body, str(delivery.id), urgent)
+            return message, headers
+        if hook.transport is Transport.FCM and self.native.fcm is not None:
+            _, message, headers = await self.native.fcm.request(hook.url, body, urgent)
+            return message, headers
         if hook.transport is Transport.WEB_PUSH:
             if self.web_push is None:
                 raise RuntimeError("a Web Push delivery needs the worker's VAPID identity (DeliveryLimits)")
-            urgent = delivery.kind in URGENT_KINDS
             return push_request(body, BrowserKeys.read(hook.secret), hook.url, self.web_push, urgent)
         timestamp = str(int(time.time()))
         headers = {

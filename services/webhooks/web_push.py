@@ -33,7 +33,6 @@ AUTH_BYTES = 16
 TTL_SECONDS = 86_400  # how long a push service keeps a message for a browser that is offline
 JWT_LIFETIME_SECONDS = 12 * 3600  # RFC 8292: at most 24 hours
 MAX_PAYLOAD_BYTES = 3_000  # a push service takes 4 KiB records; what is larger goes as a short notice
-GONE = (404, 410)  # the push service no longer knows the subscription
 _CURVE_ORDER = int("FFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551", 16)
 
 

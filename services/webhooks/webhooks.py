@@ -15,7 +15,17 @@ from datetime import datetime
 
 from tortoise.queryset import QuerySet
 
-from models import DeliveryStatus, EventType, Task, TaskInstance, Transport, User, Webhook, WebhookDelivery
+from models import (
+    PUSH_TRANSPORTS,
+    DeliveryStatus,
+    EventType,
+    Task,
+    TaskInstance,
+    Transport,
+    User,
+    Webhook,
+    WebhookDelivery,
+)
 from services.kit import (
     AttemptWindow,
     BadInput,
@@ -34,6 +44,7 @@ from services.kit import (
     write_transaction,
 )
 from services.webhooks.addresses import RefusedAddress, Target, parse_target, resolve_checked
+from services.webhooks.native_push import NativePush, checked_device_token
 from services.webhooks.outbox import NewDelivery, delivery_message, queue_deliveries
 from services.webhooks.quiet import quiet_ends
 from services.webhooks.subscriptions import stored_types, subscribed_types
@@ -98,8 +109,7 @@ async def register_push_subscription(
         target = parse_target(endpoint, allow_insecure=allow_insecure)
     except RefusedAddress as exc:
         raise BadInput("input.endpoint", str(exc)) from None
-    if device_name is not None and not 0 < len(device_name.strip()) <= MAX_DEVICE_NAME:
-        raise BadInput("input.deviceName", f"must be 1 to {MAX_DEVICE_NAME} characters")
+    _check_device_name(device_name)
     types = stored_types(event_types, "input.eventTypes")
     subscriber = Subscriber(Transport.WEB_PUSH, target, keys.stored(), types, device_name)
     return await _subscribe(
@@ -115,52 +125,92 @@ async def register_push_subscription(
 MAX_DEVICE_NAME = 100
 
 
+async def register_push_device(
+    owner: User,
+    transport: Transport,
+    token: str,
+    device_name: str | None,
+    event_types: Iterable[EventType] | None,
+    *,
+    native: NativePush,
+    max_per_user: int,
+) -> Webhook:
+    """An iOS (APNS) or Android (FCM) device: the same events and rules as a browser's subscription, sent
+    through its platform's API (services/webhooks/native_push.py), which the operator must have set up."""
+    if not native.sends(transport):
+        setting = "PROOFLOOP_APNS_KEY" if transport is Transport.APNS else "PROOFLOOP_FCM_SERVICE_ACCOUNT"
+        raise BadInput("input.platform", f"this server does not send to {transport.value} ({setting} unset)")
+    device = checked_device_token(transport, token)
+    _check_device_name(device_name)
+    types = stored_types(event_types, "input.eventTypes")
+    subscriber = Subscriber(transport, None, "", types, device_name, address=device)
+    return await _subscribe(
+        owner, subscriber, lookups=None, allow_insecure=False, max_per_user=max_per_user, lookup_timeout=0
+    )
+
+
+def _check_device_name(device_name: str | None) -> None:
+    if device_name is not None and not 0 < len(device_name.strip()) <= MAX_DEVICE_NAME:
+        raise BadInput("input.deviceName", f"must be 1 to {MAX_DEVICE_NAME} characters")
+
+
+WEBHOOKS = frozenset({Transport.WEBHOOK})
+
+
+def kinds_of(transport: Transport) -> frozenset[Transport]:
+    """The group a subscription counts in (its quota, the list it shows in): webhooks, or push."""
+    return WEBHOOKS if transport is Transport.WEBHOOK else PUSH_TRANSPORTS
+
+
 @dataclass(frozen=True)
 class Subscriber:
     transport: Transport
-    target: Target
+    target: Target | None  # a webhook's URL or a browser's endpoint; None for a device
     secret: str
     event_types: str
     device_name: str | None = None
+    address: str = ""  # a device's token
 
 
 async def _subscribe(
     owner: User,
     subscriber: Subscriber,
     *,
-    lookups: NameLookups,
+    lookups: NameLookups | None,
     allow_insecure: bool,
     max_per_user: int,
     lookup_timeout: float,
 ) -> Webhook:
     """Store a webhook or a push subscription once its address checks out, within the owner's quota."""
     field = "input.url" if subscriber.transport is Transport.WEBHOOK else "input.endpoint"
+    group = kinds_of(subscriber.transport)
     # before the lookup: a full quota costs no resolver time
-    await _refuse_past_quota(owner, subscriber.transport, max_per_user)
-    try:
-        await resolve_checked(
-            subscriber.target, lookups, allow_insecure=allow_insecure, within_seconds=lookup_timeout
-        )
-    except RefusedAddress as exc:
-        raise BadInput(field, str(exc)) from None
+    await _refuse_past_quota(owner, group, max_per_user)
+    if subscriber.target is not None and lookups is not None:  # a device token names no address
+        try:
+            await resolve_checked(
+                subscriber.target, lookups, allow_insecure=allow_insecure, within_seconds=lookup_timeout
+            )
+        except RefusedAddress as exc:
+            raise BadInput(field, str(exc)) from None
     async with write_transaction():
         # serializes this owner's registrations, so two at once cannot both pass the quota
         await User.filter(id=owner.id).select_for_update().first()
         # a statement after the lock: it sees their commits
-        await _refuse_past_quota(owner, subscriber.transport, max_per_user)
+        await _refuse_past_quota(owner, group, max_per_user)
         return await Webhook.create(
             owner_id=owner.id,
             transport=subscriber.transport,
-            url=subscriber.target.url,
+            url=subscriber.target.url if subscriber.target is not None else subscriber.address,
             secret=subscriber.secret,
             event_types=subscriber.event_types,
             device_name=subscriber.device_name,
         )
 
 
-async def _refuse_past_quota(owner: User, transport: Transport, max_per_user: int) -> None:
-    if await Webhook.filter(owner_id=owner.id, transport=transport).count() >= max_per_user:
-        what = "webhooks" if transport is Transport.WEBHOOK else "browsers subscribed for Web Push"
+async def _refuse_past_quota(owner: User, kinds: frozenset[Transport], max_per_user: int) -> None:
+    if await Webhook.filter(owner_id=owner.id, transport__in=list(kinds)).count() >= max_per_user:
+        what = "webhooks" if kinds is WEBHOOKS else "browsers and devices subscribed for push"
         raise Conflict(f"you have {max_per_user} {what}, the most allowed: delete one to add another")
 
 
@@ -168,8 +218,8 @@ async def _refuse_past_quota(owner: User, transport: Transport, max_per_user: in
 WEBHOOK_ORDER = Keyset("webhook", (SortKey("created_at", parse_instant), SortKey("id", parse_uuid)))
 
 
-def owned_webhooks_query(owner: User, transport: Transport = Transport.WEBHOOK) -> QuerySet[Webhook]:
-    return Webhook.filter(owner_id=owner.id, transport=transport)
+def owned_webhooks_query(owner: User, kinds: frozenset[Transport] = WEBHOOKS) -> QuerySet[Webhook]:
+    return Webhook.filter(owner_id=owner.id, transport__in=list(kinds))
 
 
 async def owned_webhooks(owner: User) -> list[Webhook]:
@@ -180,10 +230,10 @@ async def owned_webhooks_among(owner: User, ids: Collection[str]) -> list[Webhoo
     return await Webhook.filter(owner_id=owner.id, id__in=list(ids), transport=Transport.WEBHOOK)
 
 
-async def delete_webhook(owner: User, webhook_id: str, transport: Transport = Transport.WEBHOOK) -> None:
-    what = "webhook" if transport is Transport.WEBHOOK else "push subscription"
+async def delete_webhook(owner: User, webhook_id: str, kinds: frozenset[Transport] = WEBHOOKS) -> None:
+    what = "webhook" if kinds is WEBHOOKS else "push subscription"
     key = parse_id(webhook_id, what)
-    deleted = await Webhook.filter(id=key, owner_id=owner.id, transport=transport).delete()
+    deleted = await Webhook.filter(id=key, owner_id=owner.id, transport__in=list(kinds)).delete()
     if not deleted:
         raise NotFound(f"no such {what}")
 
@@ -274,29 +324,30 @@ DELIVERY_ORDER = Keyset(
 FINISHED = (DeliveryStatus.DELIVERED, DeliveryStatus.GIVEN_UP, DeliveryStatus.REFUSED)
 
 
-async def _owned_webhook(owner: User, webhook_id: str, transport: Transport = Transport.WEBHOOK) -> Webhook:
-    what = "webhook" if transport is Transport.WEBHOOK else "push subscription"
-    hook = await Webhook.get_or_none(id=parse_id(webhook_id, what), owner_id=owner.id, transport=transport)
+async def _owned_webhook(owner: User, webhook_id: str, kinds: frozenset[Transport] = WEBHOOKS) -> Webhook:
+    what = "webhook" if kinds is WEBHOOKS else "push subscription"
+    key = parse_id(webhook_id, what)
+    hook = await Webhook.get_or_none(id=key, owner_id=owner.id, transport__in=list(kinds))
     if hook is None:
         raise NotFound(f"no such {what}")
     return hook
 
 
 async def deliveries_query(
-    owner: User, webhook_id: str, transport: Transport = Transport.WEBHOOK
+    owner: User, webhook_id: str, kinds: frozenset[Transport] = WEBHOOKS
 ) -> QuerySet[WebhookDelivery]:
     """The delivery log of one of the owner's webhooks or push subscriptions (finished ones are kept for
     the retention)."""
-    hook = await _owned_webhook(owner, webhook_id, transport)
+    hook = await _owned_webhook(owner, webhook_id, kinds)
     return WebhookDelivery.filter(webhook_id=hook.id)
 
 
 async def ping_webhook(
-    owner: User, webhook_id: str, *, tries: AttemptWindow, transport: Transport = Transport.WEBHOOK
+    owner: User, webhook_id: str, *, tries: AttemptWindow, kinds: frozenset[Transport] = WEBHOOKS
 ) -> WebhookDelivery:
     """A PING to one of the owner's webhooks (signed) or browsers (encrypted), sent and retried like any
     delivery."""
-    hook = await _owned_webhook(owner, webhook_id, transport)
+    hook = await _owned_webhook(owner, webhook_id, kinds)
     await tries.count(str(owner.id))
     async with write_transaction():
         now = await db_now()

@@ -283,7 +283,10 @@ async def test_an_apps_screens_run_their_operations_through_the_api(api: ApiClie
 
     # settings: profile, horizon, export, then this device signs out
     settings = await run(api, "settings", "Settings", token=ann)
-    assert settings["me"]["profileTimezone"] == "Europe/Berlin" and settings["sessionsConnection"]["totalCount"] == 1
+    assert (
+        settings["me"]["profileTimezone"] == "Europe/Berlin"
+        and settings["sessionsConnection"]["totalCount"] == 1
+    )
     done(
         await run(api, "settings", "UpdateProfile", {"input": {"displayName": "Ann B."}}, token=ann),
         "profileUpdate",
