@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SECRET_KEY_FILE = "secret_key"
@@ -758,14 +758,17 @@ class Settings(BaseSettings):
     )
     log_level: str = Field(default="INFO", description="The root log level.")
 
-    @model_validator(mode="after")
-    def _dev_clock_only_in_dev(self) -> Settings:
-        if self.dev_clock and self.env != "dev":
+    # a field validator (env is read before it): a model validator's error would print every setting's
+    # value, secrets included, into the refusal at start
+    @field_validator("dev_clock", mode="after")
+    @classmethod
+    def _dev_clock_only_in_dev(cls, on: bool, info: ValidationInfo) -> bool:
+        if on and info.data.get("env") != "dev":
             raise ValueError(
                 "PROOFLOOP_DEV_CLOCK moves tasks' deadlines: it runs only with PROOFLOOP_ENV=dev"
                 " (`proofloop dev`)"
             )
-        return self
+        return on
 
     @field_validator("cors_origins", "cors_allowed_headers", "trusted_proxies", mode="before")
     @classmethod

@@ -143,8 +143,14 @@ async def test_the_dev_clock_is_refused_where_it_is_off(api: ApiClient) -> None:
 
 @pytest.mark.unit
 def test_a_production_process_refuses_to_start_with_the_dev_clock(tmp_path: Any) -> None:
+    secret = "a-secret-that-must-not-be-printed"
     env = child_env(
-        {"PROOFLOOP_DEV_CLOCK": "true", "PROOFLOOP_ENV": "production", "PROOFLOOP_DATA_DIR": str(tmp_path)}
+        {
+            "PROOFLOOP_DEV_CLOCK": "true",
+            "PROOFLOOP_ENV": "production",
+            "PROOFLOOP_DATA_DIR": str(tmp_path),
+            "PROOFLOOP_SECRET_KEY": secret,
+        }
     )
     started = subprocess.run(
         [sys.executable, "-m", "cli", "serve", "--port", str(free_port())],
@@ -156,3 +162,24 @@ def test_a_production_process_refuses_to_start_with_the_dev_clock(tmp_path: Any)
     )
     assert started.returncode != 0
     assert "PROOFLOOP_DEV_CLOCK" in started.stderr and "PROOFLOOP_ENV=dev" in started.stderr
+    assert secret[:6] not in started.stderr + started.stdout  # the refusal prints no other setting
+
+
+async def test_only_the_owner_moves_a_tasks_clock(dev: Deployment) -> None:
+    api = dev.client()
+    owner, _ = await api.register()
+    stranger, _ = await api.register()
+    create = (
+        f"mutation($input: TaskCreateInput!) {{ taskCreate(input: $input) {{ task {{ id }} {REFUSED} }} }}"
+    )
+    task_id = done(await api.execute(create, {"input": daily_at_seven()}, token=owner), "taskCreate")["task"][
+        "id"
+    ]
+    answer = (await api.execute(ADVANCE, {"id": task_id, "in": 1}, token=stranger))["devTaskAdvance"]
+    assert [e["code"] for e in answer["userErrors"]] == ["NOT_FOUND"]
+    far = (await api.execute(ADVANCE, {"id": task_id, "in": 10**6}, token=owner))["devTaskAdvance"]
+    assert [(e["field"], e["code"]) for e in far["userErrors"]] == [
+        (["input", "dueInSeconds"], "BAD_USER_INPUT")
+    ]
+    task = (await api.execute(HISTORY, {"id": task_id}, token=owner))["task"]
+    assert datetime.fromisoformat(task["currentInstance"]["dueAt"]) > datetime.now(UTC) + timedelta(hours=1)
