@@ -6,7 +6,7 @@ Types annotate plain `datetime`; the schema maps it to this definition with `sca
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import NewType
 
 import strawberry
@@ -61,4 +61,29 @@ SAFE_INT: ScalarDefinition = strawberry.scalar(
     parse_value=_safe_int,
 )
 
-SCALAR_OVERRIDES: dict[object, ScalarDefinition] = {datetime: DATETIME, SafeInt: SAFE_INT}
+# A Date input names a day in some zone: its start may be a day earlier in UTC and its end a day later, so
+# the first and last days of the calendar have no instants to stand for (a break on 9999-12-31 would end in
+# the year 10000)
+FIRST_DATE, LAST_DATE = date(1, 1, 2), date(9999, 12, 30)
+
+
+def parse_date(value: object) -> date:
+    if not isinstance(value, str):
+        raise InvalidDateTime("Date must be an ISO 8601 calendar date string, YYYY-MM-DD")
+    try:
+        parsed = date.fromisoformat(value)
+    except ValueError:
+        raise InvalidDateTime(f"Date {value!r} is not an ISO 8601 calendar date (YYYY-MM-DD)") from None
+    if not FIRST_DATE <= parsed <= LAST_DATE:
+        raise InvalidDateTime(f"Date {value!r} is outside {FIRST_DATE.isoformat()}..{LAST_DATE.isoformat()}")
+    return parsed
+
+
+DATE: ScalarDefinition = strawberry.scalar(
+    name="Date",
+    description=f"an ISO 8601 calendar date, YYYY-MM-DD, from {FIRST_DATE} to {LAST_DATE}",
+    serialize=date.isoformat,
+    parse_value=parse_date,
+)
+
+SCALAR_OVERRIDES: dict[object, ScalarDefinition] = {datetime: DATETIME, date: DATE, SafeInt: SAFE_INT}

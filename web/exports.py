@@ -16,7 +16,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response, Strea
 from schema.errors import unavailable_after
 from services.accounts import token_is_live
 from services.exports import downloadable, downloadable_by_owner
-from services.kit import is_uuid
+from services.kit import decode_id, is_uuid, whole_number
 from services.media import EXPORT_LINK, LinkSigner
 from settings import Settings
 from storage import StoreUnavailable
@@ -41,9 +41,10 @@ async def _signed_for(request: Request, signer: LinkSigner, export_id: str) -> s
         params.get("sig"),
         params.get("session", ""),
     )
-    if viewer is None or sig is None or not expires.isdigit() or not is_uuid(session) or not is_uuid(viewer):
+    expiry = whole_number(expires)
+    if viewer is None or sig is None or expiry is None or not is_uuid(session) or not is_uuid(viewer):
         return None
-    if not signer.is_valid(export_id, viewer, EXPORT_LINK, session, int(expires), sig):
+    if not signer.is_valid(export_id, viewer, EXPORT_LINK, session, expiry, sig):
         return None
     if not await token_is_live(session):
         return None
@@ -54,7 +55,8 @@ def exports_endpoint(settings: Settings) -> Callable[[Request], Awaitable[Respon
     signer = LinkSigner(settings.resolved_secret_key, settings.media_link_period_seconds)
 
     async def serve_export(request: Request) -> Response:
-        export_id = request.path_params["export_id"]
+        # the API's id of the export (DataExport.id), or its bare key (what the mailed link carries)
+        export_id = decode_id(request.path_params["export_id"], "DataExport") or ""
         token = request.query_params.get("token", "")
         name = None
         if 0 < len(token) <= MAX_TOKEN:

@@ -25,6 +25,7 @@ from services.kit import (
     RateLimited,
     ServiceUnavailable,
     global_id,
+    whole_number,
 )
 from services.proofs import DuplicateEvent, parse_event, record_activity, signed_task
 from settings import Settings
@@ -79,8 +80,8 @@ async def _bounded_body(request: Request, limit: int) -> bytes:
     too_large = PayloadTooLarge(
         f"the event is larger than {limit} bytes (PROOFLOOP_INTEGRATION_MAX_BODY_BYTES)"
     )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    declared = whole_number(request.headers.get("content-length"))
+    if declared is not None and declared > limit:
         raise too_large
     body = bytearray()
     async for chunk in request.stream():

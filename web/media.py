@@ -20,7 +20,7 @@ from starlette.responses import FileResponse, PlainTextResponse, Response, Strea
 from models import Verification
 from schema.errors import unavailable_after
 from services.accounts import authenticate, bearer_token, token_is_live
-from services.kit import Unauthenticated, decode_id, is_uuid
+from services.kit import Unauthenticated, decode_id, is_uuid, whole_number
 from services.media import MEDIA_EXTENSIONS, LinkSigner
 from services.partners import access_for
 from settings import Settings
@@ -60,12 +60,12 @@ async def _viewer_id(request: Request, settings: Settings, verification_id: str,
             return None
         return str(session.user.id)
     params = request.query_params
-    viewer, expires, sig = params.get("viewer"), params.get("exp", ""), params.get("sig")
+    viewer, expires, sig = params.get("viewer"), whole_number(params.get("exp")), params.get("sig")
     token_id = params.get("session", "")
-    if viewer is None or sig is None or not expires.isdigit() or not is_uuid(token_id):
+    if viewer is None or sig is None or expires is None or not is_uuid(token_id):
         return None
     signer = LinkSigner(settings.resolved_secret_key, settings.media_link_period_seconds)
-    if not signer.is_valid(verification_id, viewer, kind, token_id, int(expires), sig):
+    if not signer.is_valid(verification_id, viewer, kind, token_id, expires, sig):
         return None
     # the link dies with the token it was issued to (logout, password change, expiry)
     return viewer if await token_is_live(token_id) else None
@@ -73,9 +73,9 @@ async def _viewer_id(request: Request, settings: Settings, verification_id: str,
 
 def _fresh_for(request: Request) -> int:
     """How long a response may be reused: as long as its signed link lives (a bearer request: 5 minutes)."""
-    expires = request.query_params.get("exp", "")
-    if expires.isdigit():
-        return max(0, int(expires) - int(time.time()))
+    expires = whole_number(request.query_params.get("exp"))
+    if expires is not None:
+        return max(0, expires - int(time.time()))
     return BEARER_FRESH_SECONDS
 
 

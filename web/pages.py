@@ -24,7 +24,7 @@ from starlette.routing import Route
 from schema.errors import unavailable_after
 from schema.input_guards import refused_text
 from services.accounts import email_verification, password_reset
-from services.kit import ProofloopError, RateLimited
+from services.kit import ProofloopError, RateLimited, whole_number
 from web.state import resources_of
 
 MAX_FORM_BYTES = 4096  # a token and a password, with room: anything larger is not one of our forms
@@ -62,8 +62,8 @@ def _form(action: str, token: str, button: str, fields: str = "") -> str:
 
 async def _form_fields(request: Request) -> dict[str, str] | Response:
     """The posted form's fields, each once; a page saying what is wrong with a body that is not one."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+    declared = whole_number(request.headers.get("content-length"))
+    if declared is not None and declared > MAX_FORM_BYTES:
         return _page("Too large", "<p>That is not one of our forms.</p>", 413)
     body = b""
     async for chunk in request.stream():

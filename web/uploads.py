@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from observability.outages import outage
 from schema.errors import unavailable, unavailable_after
 from services.accounts import authenticate, bearer_token
-from services.kit import ServiceUnavailable, Unauthenticated
+from services.kit import ServiceUnavailable, Unauthenticated, whole_number
 from settings import Settings
 from web.arrival import ARRIVED_MONOTONIC
 from web.graphql_view import response_media_type, unavailable_response
@@ -77,8 +77,8 @@ class UploadLimits:
                 )
                 return
             limit = self.settings.max_upload_bytes
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
+        declared = whole_number(headers.get("content-length"))
+        if declared is not None and declared > limit:
             await self._too_large(send, limit)
             return
         await self._run_counted(scope, receive, send, limit)

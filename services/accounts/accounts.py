@@ -12,9 +12,10 @@ from datetime import datetime, timedelta
 from tortoise.exceptions import IntegrityError
 from tortoise.queryset import QuerySet
 
-from models import AuthToken, User
+from models import AuthToken, DataExport, User
 from realtime import notices
 from rules.errors import InvalidInput
+from rules.shown_text import reordering_character
 from rules.timezones import zone_of
 from services.accounts.email_verification import send_verification
 from services.accounts.passwords import PasswordHashing, check_password_policy
@@ -96,6 +97,8 @@ def check_display_name(name: str, field: str = "displayName") -> str:
     name = name.strip()
     if not 1 <= len(name) <= MAX_DISPLAY_NAME:
         raise BadInput(field, f"must be 1 to {MAX_DISPLAY_NAME} characters")
+    if (control := reordering_character(name)) is not None:
+        raise BadInput(field, f"must not hold {control}, which reorders the text others see")
     return name
 
 
@@ -303,6 +306,8 @@ async def set_password(user: User, password_hash: str, token_ttl_seconds: int) -
     async with write_transaction():
         await User.filter(id=user.id).update(password_hash=password_hash)
         await revoke_tokens(str(user.id))
+        # every credential of the account dies with the old password, the exports' mailed links included
+        await DataExport.filter(user_id=user.id, token_digest__not_isnull=True).update(token_digest=None)
         user.password_hash = password_hash
         return await issue_token(user, token_ttl_seconds)
 

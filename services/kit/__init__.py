@@ -29,6 +29,7 @@ from services.kit.ids import (
 from services.kit.instants import format_instant
 from services.kit.messaging import CHAIN_QUEUE, MAIL_QUEUE, Outgoing, send, send_after_commit
 from services.kit.name_lookups import LookupFailed, NameLookups
+from services.kit.numbers import whole_number
 from services.kit.paging import (
     MAX_PAGE,
     Keyset,
@@ -96,5 +97,6 @@ __all__ = [
     "signature",
     "signature_matches",
     "split_global_id",
+    "whole_number",
     "write_transaction",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from models import (
     InstanceStatus,
@@ -45,6 +45,7 @@ from services.kit import (
     Unauthenticated,
     parse_id,
     signature_matches,
+    whole_number,
 )
 from services.partners import require_own_task
 from services.proofs.pipeline import Judgement, ProofKind, ProofTarget, prove, settle_verified
@@ -148,7 +149,8 @@ async def signed_task(
     otherwise, one code for every reason (the message says which header to look at)."""
     if timestamp is None or given is None or len(given) > MAX_SIGNATURE_HEADER:
         raise Unauthenticated("sign the event: X-Proofloop-Timestamp and X-Proofloop-Signature are required")
-    if not 0 < len(key) <= 64 or not timestamp.isdigit() or len(timestamp) > 12:
+    signed_at = whole_number(timestamp)
+    if not 0 < len(key) <= 64 or signed_at is None or len(timestamp) > 12:
         raise Unauthenticated("the event's signature does not match")
     task = (
         await Task.filter(integration_key=key, deleted_at=None, method=VerificationMethod.INTEGRATION)
@@ -158,17 +160,27 @@ async def signed_task(
     secret = task.integration_secret if task is not None else None
     if task is None or secret is None or not signature_matches(secret, timestamp, body, given):
         raise Unauthenticated("the event's signature does not match")
-    if abs(arrival.timestamp() - int(timestamp)) > replay_seconds:
+    if abs(arrival.timestamp() - signed_at) > replay_seconds:
         raise Unauthenticated(
             f"X-Proofloop-Timestamp is more than {replay_seconds} s from now: sign each event when it is sent"
         )
     return task
 
 
+def is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text(body: Mapping[str, object], key: str, limit: int) -> str:
     value = body.get(key)
     if not isinstance(value, str) or not 1 <= len(value.strip()) <= limit or "\x00" in value:
         raise BadInput(f"{BODY}.{key}", f"must be a string of 1 to {limit} characters")
+    if not is_unicode(value):  # JSON may escape a lone surrogate ("\ud800"), which no database stores
+        raise BadInput(f"{BODY}.{key}", "must be valid Unicode (it holds an unpaired surrogate)")
     return value.strip()
 
 
@@ -193,7 +205,9 @@ def parse_event(decoded: object, arrival: datetime) -> ActivityEvent:
     occurred = _text(decoded, "occurredAt", 64)
     try:
         occurred_at = datetime.fromisoformat(occurred)
-    except ValueError:
+        if occurred_at.utcoffset() is not None:
+            occurred_at.astimezone(UTC)  # 0001-01-01T00:00+14:00 is in the year 0
+    except (ValueError, OverflowError):
         occurred_at = None
     if occurred_at is None or occurred_at.tzinfo is None or occurred_at.utcoffset() is None:
         raise BadInput(f"{BODY}.occurredAt", "must be an ISO 8601 date-time with an offset")

@@ -16,6 +16,7 @@ from rules.gps import validate_point
 from rules.horizon import ScalarField
 from rules.quota import Quota, boundary_rule, check_quota, first_period_end
 from rules.recurrence import Schedule
+from rules.shown_text import reordering_character
 from rules.timezones import zone_of
 from services.kit import BadInput
 from services.reminders import ReminderOffset
@@ -158,6 +159,8 @@ def check_title(title: str) -> str:
     title = title.strip()
     if not 1 <= len(title) <= MAX_TITLE:
         raise BadInput("input.title", f"must be 1 to {MAX_TITLE} characters")
+    if (control := reordering_character(title)) is not None:
+        raise BadInput("input.title", f"must not hold {control}, which reorders the text others see")
     return title
 
 

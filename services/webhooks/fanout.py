@@ -93,7 +93,8 @@ def _delivery(
         "sentFor": format_instant(now),
         # who this delivery is for: a push gateway serving many users routes on it
         "recipient": {"id": global_id("User", reader), "role": "OWNER" if reader == owner else "PARTNER"},
-        "event": {"id": ids.encode(event.position or 0), "position": event.position},
+        # the opaque id the API shows: the bare position would tell the platform's volume and order
+        "event": {"id": ids.encode(event.position or 0)},
         "user": {"id": global_id("User", owner), "displayName": event.user.display_name},
         "task": {"id": global_id("Task", event.task_id), "title": event.task_title},
         "instance": {

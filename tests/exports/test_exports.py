@@ -174,6 +174,21 @@ async def test_an_export_holds_everything_of_the_users_and_no_secret(
     for secret in (sender.secret, integration_key):
         assert secret.encode() not in whole and secret.encode() not in body
 
+    # the mailed link names the export by its bare key; the API's id (DataExport.id) names it as well
+    export_key, mailed_token = path.split("/exports/", 1)[1].split("?token=", 1)
+    by_global_id = f"/exports/{listed[0]['id']}?token={mailed_token}"
+    assert listed[0]["id"] != export_key and await download(api_server, by_global_id) == (200, body)
+    # a new password ends every credential of the account: the mailed link and the signed one
+    change = """mutation($c: String!, $n: String!) {
+      passwordChange(input: {currentPassword: $c, newPassword: $n}) { token userErrors { message } }
+    }"""
+    changed = await api.execute(
+        change, {"c": "correct horse battery", "n": "a brand new password"}, token=token
+    )
+    assert changed["passwordChange"]["userErrors"] == []
+    assert (await download(api_server, path))[0] == 404
+    assert (await download(api_server, signed.removeprefix(api_server.url)))[0] == 404
+
 
 async def test_every_wrong_or_expired_link_is_the_same_404(
     api: ApiClient, api_server: ServerProcess, mailbox: Mailbox, env: dict[str, str]

@@ -8,6 +8,7 @@ import hmac
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -51,7 +52,10 @@ class Sender:
         }
 
     async def post(
-        self, body: bytes, headers: dict[str, str] | None = None, url: str | None = None
+        self,
+        body: bytes,
+        headers: Mapping[str, str] | Mapping[bytes, bytes] | None = None,
+        url: str | None = None,
     ) -> httpx.Response:
         async with local_http(timeout=10) as client:
             return await client.post(url or self.url, content=body, headers=headers or self.signed(body))

@@ -128,6 +128,7 @@ async def test_a_partners_browser_gets_the_owners_verdict_encrypted_and_signed(p
         message = browser.read(body)
         assert (message["type"], message["recipient"]["role"]) == ("VERIFIED", "PARTNER")
         assert message["task"]["title"] == "Photo task"
+        assert set(message["event"]) == {"id"}  # the opaque id the API shows, never the platform's position
         assert strangers_service.requests == []  # not the stranger's to read, so not theirs to be told
 
 
