@@ -2,11 +2,13 @@
 embedded default, printing for each attack: the API's CPU seconds, its peak RSS, the slowest /healthz answer while it ran (the event
 loop's worst stall), how long another user's ordinary requests took meanwhile (p50 / max), and the answers.
 
-`python -m bench.abuse_documents` (1 to 3 minutes) on a private PostgreSQL database and redis-server.
+`python -m bench.abuse_documents [--only TEXT]` (1 to 3 minutes) on a private PostgreSQL database and
+redis-server.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import sys
@@ -153,6 +155,34 @@ async def duplicate_fields(server: ServerProcess, api: ApiClient, token: str) ->
     return tally(codes)
 
 
+async def literal_storms(server: ServerProcess, api: ApiClient, token: str) -> str:
+    """Errors that echo their input: a 2.2 KB anonymous literal of 325 fields, 8 at a time x 40; a 12 KB
+    signed-in one of 1,800 fields x 10; 120 small invalid literals in one list (1,200 errors before the
+    bound) x 20; the reply's size is part of the answer."""
+    wide = " ".join(f"x{n}:1" for n in range(325))
+    anonymous = f"mutation {{ createTask(input: {{{wide}}}) {{ id }} }}"
+    wider = " ".join(f"x{n}:1" for n in range(1800))
+    signed = f"mutation {{ createTask(input: {{{wider}}}) {{ id }} }}"
+    samples = ", ".join("{x0:1 x1:1 x2:1 x3:1 x4:1 x5:1}" for _ in range(120))
+    many = f'mutation {{ reportLocations(instanceId: "x", samples: [{samples}]) {{ accepted }} }}'
+    largest = 0
+    gate = asyncio.Semaphore(8)
+    async with httpx.AsyncClient(base_url=server.url, timeout=300) as client:
+
+        async def one(document: str, as_user: str | None) -> str:
+            nonlocal largest
+            async with gate:
+                headers = {"authorization": f"Bearer {as_user}"} if as_user else {}
+                response = await client.post("/graphql", json={"query": document}, headers=headers)
+            largest = max(largest, len(response.content))
+            return _code(response)
+
+        codes = await asyncio.gather(*(one(anonymous, None) for _ in range(40)))
+        codes += [await one(signed, token) for _ in range(10)]
+        codes += [await one(many, token) for _ in range(20)]
+    return f"{tally(list(codes))}; largest reply {largest} bytes"
+
+
 async def hostile_bodies(server: ServerProcess, api: ApiClient, token: str) -> str:
     """Each body 20 times over one kept-alive connection: the connection must stay usable after each."""
     codes = []
@@ -210,6 +240,10 @@ ATTACKS: list[tuple[str, Attack]] = [
     ("1,000 distinct 16 KiB documents", distinct_documents),
     ("1 MiB of 33,000 unused fragments x 10", unused_fragments),
     ("duplicate fields under tasks(first: 0): 40,000 x 10, 1,900 x 20", duplicate_fields),
+    (
+        "literal storms: 325 fields anonymous x 40, 1,800 signed in x 10, 120 invalid samples x 20",
+        literal_storms,
+    ),
     ("bodies that are no JSON object or no UTF-8: 7 kinds x 20, one connection", hostile_bodies),
     ("createTask with 8 out-of-range startsAt x 10", extreme_dates),
     ("two 40 MP videos at once x 3", large_frame_videos),
@@ -236,11 +270,15 @@ def report(deployment: str, figures: list[tuple[str, Figures]]) -> None:
         )
 
 
-def run_all(server: ServerProcess, deployment: str) -> None:
-    report(deployment, [(name, asyncio.run(run_attack(server, attack))) for name, attack in ATTACKS])
+def run_all(server: ServerProcess, deployment: str, only: str | None = None) -> None:
+    chosen = [(name, attack) for name, attack in ATTACKS if only is None or only in name]
+    report(deployment, [(name, asyncio.run(run_attack(server, attack))) for name, attack in chosen])
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--only", help="run the attacks whose name holds this text (e.g. 'literal')")
+    only = parser.parse_args().only
     with migrated_database("proofloop_abuse_documents") as database_url, private_redis() as redis_port:
         env = {
             "PROOFLOOP_DATABASE_URL": database_url,
@@ -249,12 +287,12 @@ def main() -> int:
             "PROOFLOOP_SECRET_KEY": "bench",
         }
         with ServerProcess(env, port=free_port()) as server:
-            run_all(server, "PostgreSQL + Redis, default settings")
+            run_all(server, "PostgreSQL + Redis, default settings", only)
     embedded = {"PROOFLOOP_DATA_DIR": tempfile.mkdtemp(prefix="proofloop-abuse-embedded-")}
     embedded["PROOFLOOP_SECRET_KEY"] = "bench"
     run_cli(["migrate"], embedded)
     with ServerProcess(embedded, port=free_port()) as server:
-        run_all(server, "embedded default (SQLite + embedded Redis), default settings")
+        run_all(server, "embedded default (SQLite + embedded Redis), default settings", only)
     return 0
 
 

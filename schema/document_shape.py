@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from graphql import (
     DocumentNode,
@@ -18,7 +19,11 @@ from graphql import (
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
+    GraphQLInputObjectType,
+    GraphQLSchema,
     InlineFragmentNode,
+    Node,
+    ObjectValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
 )
@@ -140,8 +145,44 @@ class SetOverlap:
                     yield from self._sets_below(fragment.selection_set)
 
 
-def shape_errors(document: DocumentNode, limits: DocumentLimits, *, anonymous: bool) -> list[GraphQLError]:
-    """An error for each operation over a limit of its shape (none when all fit)."""
+@lru_cache(maxsize=8)
+def widest_input(schema: GraphQLSchema) -> int:
+    """The most fields any input type of the schema has: an object literal with more is never valid."""
+    return max(
+        (len(t.fields) for t in schema.type_map.values() if isinstance(t, GraphQLInputObjectType)), default=0
+    )
+
+
+def literal_problem(document: DocumentNode, widest: int) -> GraphQLError | None:
+    """The first object literal with more fields than any input type has (one error, not one per field:
+    the spec's rules would print the literal in each), found in one walk of the document."""
+    stack: list[object] = list(document.definitions)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ObjectValueNode) and len(node.fields) > widest:
+            return GraphQLError(
+                f"an object literal has {len(node.fields)} fields; no input type of this API has more than "
+                f"{widest} (no setting)",
+                node,
+            )
+        for key in getattr(node, "keys", ()):
+            if key == "loc":
+                continue
+            child = getattr(node, key, None)
+            if isinstance(child, tuple | list):
+                stack.extend(c for c in child if isinstance(c, Node))
+            elif isinstance(child, Node):
+                stack.append(child)
+    return None
+
+
+def shape_errors(
+    document: DocumentNode, limits: DocumentLimits, *, anonymous: bool, widest: int | None = None
+) -> list[GraphQLError]:
+    """An error for each operation over a limit of its shape (none when all fit); an object literal wider
+    than any input type (`widest`) is one error for the document."""
+    if widest is not None and (problem := literal_problem(document, widest)) is not None:
+        return [problem]
     fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
     shapes = DocumentShape(fragments)
     overlap = SetOverlap(fragments, limits)
@@ -182,7 +223,8 @@ class DocumentShapeLimits(SchemaExtension):
             anonymous = caller.is_anonymous()
             limits = DocumentLimits.for_caller(caller.settings, anonymous=anonymous)
             try:
-                errors = shape_errors(document, limits, anonymous=anonymous)
+                widest = widest_input(context.schema._schema)
+                errors = shape_errors(document, limits, anonymous=anonymous, widest=widest)
             except RecursionError:  # nested deeper than Python's stack: far past the depth limit
                 errors = [GraphQLError(f"exceeds maximum operation depth of {limits.max_depth} (no setting)")]
             if errors:

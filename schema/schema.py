@@ -24,6 +24,7 @@ from resolvers.push import PushMutations, PushQueries
 from resolvers.reviews import FirstReviewMutations, ReviewMutations, ReviewQueries
 from resolvers.tasks import FirstTaskMutations, TaskMutations, TaskQueries
 from resolvers.webhooks import FirstWebhookMutations, WebhookMutations, WebhookQueries
+from schema.bounded_validation import BoundedValidation
 from schema.document_shape import DocumentShapeLimits
 from schema.errors import ErrorCodes
 from schema.execution import ProofloopExecutionContext
@@ -98,6 +99,7 @@ schema = ProofloopSchema(
         # depth, aliases, fields, duplicates: linear, and before the spec's rules that are not
         DocumentShapeLimits,
         lambda: AddValidationRules([OneMediaUploadPerDocument]),
+        BoundedValidation,  # the spec's rules, at most 20 errors, each message at most 1,000 characters
         QueryCostLimiter,  # its budget is PROOFLOOP_MAX_QUERY_COST, read from the request's settings
         ArgumentGuards,
         ErrorCodes,
