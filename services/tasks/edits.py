@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from tortoise.expressions import F
 from tortoise.queryset import QuerySet
 
-from models import Task, TaskState
+from models import InstanceStatus, LocationSample, Task, TaskInstance, TaskState, Verification
 from rules.recurrence import Schedule
 from services.chain import OPEN_STATUSES, ChainTiming, NextPlan, cancel_open_instances, plan_next_instances
 from services.kit import db_now
@@ -79,7 +79,8 @@ _SCHEDULE_COLUMNS = [
 
 
 async def replan(task: Task, schedule: Schedule, timing: ChainTiming, due: DueTimes | None) -> None:
-    """A schedule change cancels the PENDING instance and plans from the new rule (this task only)."""
+    """A schedule change cancels the PENDING instance and plans from the new rule (this task only); an
+    open instance that already holds evidence is kept (holding_evidence)."""
     await replan_all([Replan(task, schedule, due)], await db_now(), timing)
 
 
@@ -95,16 +96,43 @@ async def replan_all(replans: list[Replan], now: datetime, timing: ChainTiming) 
         task.count_ends_at = schedule.count_ends_at
         task.chain_version += 1
     tasks = [r.task for r in replans]
-    await cancel_open_instances(tasks, now)
+    kept = await holding_evidence(tasks)
+    await cancel_open_instances([t for t in tasks if str(t.id) not in kept], now)
+    for task in tasks:
+        if (instance_id := kept.get(str(task.id))) is not None:
+            # it settles under the rule it was planned with, in the new chain; the next is planned after it
+            await TaskInstance.filter(id=instance_id).update(chain_version=task.chain_version)
     for r in replans:
         revives = r.task.state is TaskState.ENDED
         if revives and await next_due_after(r.task, now, timing.recurrence, r.due) is not None:
             r.task.state = TaskState.ACTIVE  # a new schedule revives a task whose old rule ran out
     await Task.bulk_update(tasks, fields=_SCHEDULE_COLUMNS)
     plans = [
-        NextPlan(r.task, before(r.task.starts_at), r.due) for r in replans if r.task.state is TaskState.ACTIVE
+        NextPlan(r.task, before(r.task.starts_at), r.due)
+        for r in replans
+        if r.task.state is TaskState.ACTIVE and str(r.task.id) not in kept
     ]
     await plan_next_instances(plans, now=now, timing=timing)
+
+
+async def holding_evidence(tasks: list[Task]) -> dict[str, str]:
+    """Of the tasks' PENDING instances, those that already hold evidence, by task id: a proof of any
+    verdict, a counted proof of a quota period, an avoid-a-place sample. A schedule edit never cancels
+    one: what was recorded would be erased and a fresh instance at the same due time take its place."""
+    if not tasks:
+        return {}
+    open_rows = TaskInstance.filter(task_id__in=[t.id for t in tasks], status=InstanceStatus.PENDING)
+    rows = await open_rows.values_list("id", "task_id", "proofs_counted")
+    if not rows:
+        return {}
+    ids = [row[0] for row in rows]
+    proved = set(await Verification.filter(instance_id__in=ids).values_list("instance_id", flat=True))
+    sampled = set(await LocationSample.filter(instance_id__in=ids).values_list("instance_id", flat=True))
+    return {
+        str(task_id): str(instance_id)
+        for instance_id, task_id, counted in rows
+        if counted or instance_id in proved or instance_id in sampled
+    }
 
 
 async def pause_locked(task: Task, now: datetime) -> None:

@@ -47,11 +47,14 @@ def pending_of(task: Task) -> PendingChange:
 
 
 def split_schedule(
-    current: Schedule, patch: SchedulePatch, *, occurrences_wait: bool
+    current: Schedule, patch: SchedulePatch, *, occurrences_wait: bool, avoid: bool = False
 ) -> tuple[SchedulePatch | None, SchedulePatch | None]:
-    """(the part applied at once, the part that waits) of a schedule edit."""
+    """(the part applied at once, the part that waits) of a schedule edit; `avoid`: a place to stay away
+    from for the window, which a shorter window makes easier."""
     window_waits = patch.window_seconds is not None and makes_easier(
-        RuleField.WINDOW, current.window_seconds, patch.window_seconds
+        RuleField.WINDOW,
+        _window_value(current.window_seconds, avoid=avoid),
+        _window_value(patch.window_seconds, avoid=avoid),
     )
     grace_waits = patch.grace_seconds is not None and makes_easier(
         RuleField.GRACE, current.grace_seconds, patch.grace_seconds
@@ -149,6 +152,11 @@ def _rule_values(task: Task) -> dict[Field, Value]:
         values[RuleField.QUOTA_COUNT] = task.quota_count
         values[RuleField.QUOTA_MIN_GAP] = task.quota_min_gap_seconds or 0
     return values
+
+
+def _window_value(window_seconds: int, *, avoid: bool) -> float:
+    """The window as the horizon compares it (larger is easier): staying away, a shorter one is."""
+    return -window_seconds if avoid else window_seconds
 
 
 def _radius_value(radius_meters: float, *, avoid: bool) -> float:

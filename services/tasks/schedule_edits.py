@@ -111,7 +111,9 @@ async def plan_schedule_edit(
     elif waits:
         target = await checked(patched_schedule(current, patch))
         occurrences_wait = await _occurrences_easier(current, target, now, horizon, timing.recurrence)
-        now_part, later = split_schedule(_basis(current), patch, occurrences_wait=occurrences_wait)
+        now_part, later = split_schedule(
+            _basis(current), patch, occurrences_wait=occurrences_wait, avoid=current.gps_avoid
+        )
     now_schedule = due = eventual = None
     if now_part is not None:
         now_schedule = await checked(patched_schedule(current, now_part))

@@ -131,3 +131,32 @@ async def test_reports_are_checked_and_only_the_owners_count(api: ApiClient) -> 
     with pytest.raises(GraphQLFailure) as gap_alone:
         await create_open_task(api, owner, "GPS", gps={**avoid_rule(), "avoid": False})
     assert gap_alone.value.field == "input.gps.maxSampleGapSeconds"
+
+
+UPDATE_WINDOW = """mutation($id: ID!, $w: Int!) {
+  taskUpdate(input: {id: $id, schedule: {windowSeconds: $w}}) {
+    task { schedule { windowSeconds } pendingChange { schedule { windowSeconds } } currentInstance { id } }
+    userErrors { field code message }
+  }
+}"""
+
+
+@both_backends
+async def test_a_window_edit_under_the_horizon_neither_dodges_nor_erases_a_sample(api: ApiClient) -> None:
+    """Staying away, a shorter window is the easier one: it waits; a longer one applies, from the next
+    instance, and the instance that already holds a sample inside keeps it and is judged by it."""
+    owner, _ = await api.register()
+    horizon = "mutation { commitmentHorizonUpdate(input: {days: 30}) { userErrors { message } } }"
+    assert (await api.execute(horizon, token=owner))["commitmentHorizonUpdate"]["userErrors"] == []
+    task_id, instance_id = await create_open_task(api, owner, "GPS", soon(20), gps=avoid_rule())
+
+    shorter = (await api.execute(UPDATE_WINDOW, {"id": task_id, "w": 10}, token=owner))["taskUpdate"]
+    assert shorter["task"]["schedule"]["windowSeconds"] == 20  # easier to stay away 10 s than 20: it waits
+    assert shorter["task"]["pendingChange"]["schedule"]["windowSeconds"] == 10
+
+    await report(api, owner, instance_id, [sample(BERLIN, 2)])  # inside: this instance is lost
+    longer = (await api.execute(UPDATE_WINDOW, {"id": task_id, "w": 3600}, token=owner))["taskUpdate"]
+    assert longer["userErrors"] == [] and longer["task"]["schedule"]["windowSeconds"] == 3600  # harder: now
+    assert longer["task"]["currentInstance"]["id"] == instance_id  # kept, not replaced by a fresh one
+    verdict = await judged(api, owner, instance_id)
+    assert (verdict["status"], verdict["verifications"][0]["reason"]) == ("REJECTED", "ENTERED_AVOIDED_PLACE")
