@@ -12,7 +12,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from harness.proofloop import free_port
+from harness.ports import free_port
 
 _TOKEN = re.compile(r"[?&]token=([A-Za-z0-9_\-]+)")
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import asyncpg
 import httpx
@@ -30,11 +30,9 @@ from gql.transport.aiohttp import AIOHTTPTransport
 from gql.transport.exceptions import TransportQueryError
 
 from harness.forks import START_SECONDS, Shared, Started
+from harness.mailbox import Mailbox, mailed_token
 from harness.ports import free_port as free_port
 from settings import SQLITE_FILE
-
-if TYPE_CHECKING:
-    from harness.mailbox import Mailbox
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -491,8 +489,6 @@ class ApiClient:
 
     async def verify_email(self, email: str) -> None:
         """Follow the verification link mailed to `email` (the worker delivers it to the test's mailbox)."""
-        from harness.mailbox import mailed_token
-
         assert self.mailbox is not None, "this client has no mailbox to read the link from"
         mail = await self.mailbox.wait_for(email, "Confirm your email")
         verify = (

@@ -64,11 +64,6 @@ def haversine_meters(lat1: float, lon1: float, lat2: float, lon2: float) -> floa
     return 2 * EARTH_RADIUS_METERS * math.asin(min(1.0, math.sqrt(h)))
 
 
-def is_plausible_move(previous: GpsFix, fix: GpsFix, *, max_speed_kmh: float) -> bool:
-    """Could someone travel between the two fixes at max_speed_kmh, given both fixes' uncertainty?"""
-    return seconds_until_plausible(previous, fix, max_speed_kmh=max_speed_kmh) == 0
-
-
 def seconds_until_plausible(previous: GpsFix, fix: GpsFix, *, max_speed_kmh: float) -> int:
     """How much later than `fix.at` the same fix would be a plausible move from `previous` (0: it is now)."""
     apart = haversine_meters(previous.latitude, previous.longitude, fix.latitude, fix.longitude)

@@ -10,7 +10,6 @@ from zoneinfo import ZoneInfo
 from rules.errors import InvalidInput
 
 _CLOCK = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
-MINUTES_A_DAY = 24 * 60
 
 
 def minute_of(text: str, field: str) -> int:

@@ -254,17 +254,11 @@ async def move_fire_at(
         send_links_after_commit([(str(instance.id), link_no, fire_at)])
 
 
-async def cancel_open_instance(
-    task: Task, now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
-) -> int:
-    """Cancel the task's PENDING instance (by default a requested review runs on beside the schedule)."""
-    return await cancel_open_instances([task], now, statuses)
-
-
 async def cancel_open_instances(
     tasks: list[Task], now: datetime, statuses: tuple[InstanceStatus, ...] = (InstanceStatus.PENDING,)
 ) -> int:
-    """cancel_open_instance for a set of tasks, in one statement."""
+    """Cancel the tasks' PENDING instances (by default a requested review runs on beside the schedule), in
+    one statement."""
     if not tasks:
         return 0
     rows = TaskInstance.filter(task_id__in=[task.id for task in tasks], status__in=statuses)
