@@ -8,14 +8,13 @@ from urllib.parse import urlsplit
 
 import strawberry
 
-from models import PUSH_TRANSPORTS, EventType, Transport
+from models import EventType, Transport
 from models import Webhook as WebhookRow
 from schema.context import Info
 from schema.types.node import Node
-from schema.types.pagination import Connection, page_request
-from schema.types.webhook import WebhookDelivery
-from services.kit import global_id, keyset_page
-from services.webhooks import webhooks
+from schema.types.pagination import Connection
+from schema.types.webhook import WebhookDelivery, delivery_log
+from services.kit import global_id
 from services.webhooks.subscriptions import subscribed_types
 
 
@@ -69,10 +68,4 @@ class PushSubscription(Node):
         last: int | None = None,
         before: str | None = None,
     ) -> Connection[WebhookDelivery]:
-        order = webhooks.DELIVERY_ORDER
-        request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
-        query = await webhooks.deliveries_query(
-            await info.context.viewer(), str(self.row.id), PUSH_TRANSPORTS
-        )
-        page = await keyset_page(query, order, request)
-        return Connection.of(page, order, lambda row: WebhookDelivery(row=row), query.count)
+        return await delivery_log(info, self.row, first=first, after=after, last=last, before=before)

@@ -79,11 +79,19 @@ class Webhook(Node):
         last: int | None = None,
         before: str | None = None,
     ) -> Connection[WebhookDelivery]:
-        order = webhooks.DELIVERY_ORDER
-        request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
-        query = await webhooks.deliveries_query(await info.context.viewer(), str(self.row.id))
-        page = await keyset_page(query, order, request)
-        return Connection.of(page, order, lambda row: WebhookDelivery(row=row), query.count)
+        return await delivery_log(info, self.row, first=first, after=after, last=last, before=before)
+
+
+async def delivery_log(
+    info: Info, row: WebhookRow, *, first: int | None, after: str | None, last: int | None, before: str | None
+) -> Connection[WebhookDelivery]:
+    """A webhook's or a push subscription's deliveries, newest first, as a connection."""
+    order = webhooks.DELIVERY_ORDER
+    request = page_request(info, order, first=first, after=after, last=last, before=before, default=20)
+    kinds = webhooks.kinds_of(row.transport)
+    query = await webhooks.deliveries_query(await info.context.viewer(), str(row.id), kinds)
+    page = await keyset_page(query, order, request)
+    return Connection.of(page, order, lambda r: WebhookDelivery(row=r), query.count)
 
 
 @strawberry.type
