@@ -550,6 +550,16 @@ class Settings(BaseSettings):
             "they come near."
         ),
     )
+    catch_up_limit: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description=(
+            "When a settlement comes late (an outage), the occurrences due meanwhile are recorded EXCUSED "
+            "(reason `SERVICE_OUTAGE`): at most this many per task and settlement, the earliest; the "
+            "rest are logged."
+        ),
+    )
     pump_interval_seconds: float = Field(
         default=1.0,
         description="How often every worker process's pump runs.",

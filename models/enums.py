@@ -26,6 +26,23 @@ class InstanceStatus(StrEnum):
     MISSED = "MISSED"
     REJECTED = "REJECTED"
     CANCELED = "CANCELED"
+    # the service could not plan it in time (an outage): never counted, charged or appealed
+    EXCUSED = "EXCUSED"
+
+
+class VerdictReason(StrEnum):
+    """Why a settled instance has its status (TaskInstance.verdict_reason): what disputes and stakes read."""
+
+    PROOF_ACCEPTED = "PROOF_ACCEPTED"  # an accepted proof, or the one that made a quota's count
+    NO_PROOF = "NO_PROOF"  # the window closed without the proofs it needed (MISSED)
+    LOCATION_SAMPLES = "LOCATION_SAMPLES"  # avoid-a-place: the samples of its window decided
+    PARTNER_APPROVED = "PARTNER_APPROVED"
+    PARTNER_REJECTED = "PARTNER_REJECTED"
+    REVIEW_TIMED_OUT = "REVIEW_TIMED_OUT"  # the task's onTimeout at the review deadline
+    APPEAL_UPHELD = "APPEAL_UPHELD"
+    APPEAL_DENIED = "APPEAL_DENIED"
+    SERVICE_OUTAGE = "SERVICE_OUTAGE"  # EXCUSED: due while the service could not plan it
+    TASK_CHANGED = "TASK_CHANGED"  # CANCELED: paused, edited or deleted before it settled
 
 
 class VerificationStatus(StrEnum):
@@ -103,6 +120,7 @@ class EventType(StrEnum):
     APPEAL_REQUESTED = "APPEAL_REQUESTED"
     APPEAL_DECIDED = "APPEAL_DECIDED"
     DUE_SOON = "DUE_SOON"
+    EXCUSED = "EXCUSED"
 
 
 class ReminderAnchor(StrEnum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tortoise import fields
 from tortoise.models import Model
 
-from models.enums import InstanceStatus
+from models.enums import InstanceStatus, VerdictReason
 from models.task import Task
 
 
@@ -25,6 +25,11 @@ class TaskInstance(Model):
     status = fields.CharEnumField(InstanceStatus, max_length=16, default=InstanceStatus.PENDING)
     review_deadline = fields.DatetimeField(null=True)
     settled_at = fields.DatetimeField(null=True)
+    # the verdict record, written with the settlement: why it has its status, and the revision of the
+    # task's rule that judged it (NULL when no rule did: CANCELED, EXCUSED); the proofs, reviewer and
+    # appeal it used are its verifications (schema/types/verdict.py)
+    verdict_reason = fields.CharEnumField(VerdictReason, max_length=24, null=True)
+    rule_revision = fields.IntField(null=True)
     created_at = fields.DatetimeField(auto_now_add=True)
     # a quota goal's period: the accepted proofs counted so far (VERIFIED once the task's quota_count)
     proofs_counted = fields.IntField(default=0, db_default=0)  # rows planned by plain SQL too

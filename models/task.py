@@ -57,6 +57,9 @@ class Task(Model):
     reminders: list[list[object]] | None = fields.JSONField(null=True)
 
     state = fields.CharEnumField(TaskState, max_length=16, default=TaskState.ACTIVE)
+    # bumped by every edit of how instances are judged or scheduled (services/tasks): a verdict names the
+    # revision that judged it
+    rule_revision = fields.IntField(default=1, db_default=1)
     chain_version = fields.IntField(default=1)  # bumped by every edit that re-plans; stale links die on it
     last_seq = fields.IntField(default=0)  # sequence number of the latest planned instance
     deleted_at = fields.DatetimeField(null=True)

@@ -43,8 +43,9 @@ def recurrence_budget(settings: Settings) -> RecurrenceBudget:
 
 
 def chain_timing(settings: Settings) -> ChainTiming:
-    """How far ahead links are sent, and how much work one recurrence call may do."""
-    return ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings))
+    """How far ahead links are sent, how much work one recurrence call may do, and how many occurrences
+    a late settlement records."""
+    return ChainTiming(settings.link_horizon_seconds, recurrence_budget(settings), settings.catch_up_limit)
 
 
 def pump_settings(settings: Settings) -> PumpSettings:

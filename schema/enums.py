@@ -14,6 +14,7 @@ from models.enums import (
     ReminderAnchor,
     ReviewTimeoutPolicy,
     TaskState,
+    VerdictReason,
     VerificationMethod,
     VerificationStatus,
     Weekday,
@@ -38,6 +39,7 @@ strawberry.enum(
     QuotaPeriod, description="a quota goal's period, its bounds at local midnight in the task's zone"
 )
 strawberry.enum(Weekday)
+strawberry.enum(VerdictReason, description="why a settled instance has its status (Verdict.reason)")
 strawberry.enum(
     ReminderAnchor, description="what a reminder counts back from: the window's opening or the due time"
 )
@@ -52,6 +54,7 @@ __all__ = [
     "ReminderAnchor",
     "ReviewTimeoutPolicy",
     "TaskState",
+    "VerdictReason",
     "VerificationMethod",
     "VerificationStatus",
     "Weekday",

@@ -13,6 +13,7 @@ from schema.enums import InstanceStatus
 from schema.types.node import Node
 from schema.types.pagination import Connection, PageInfo, page_request
 from schema.types.task import Task
+from schema.types.verdict import Verdict
 from schema.types.verification import Verification
 from services.kit import Page, global_id, page_of_rows
 from services.tasks import INSTANCE_ORDER, VERIFICATION_ORDER, InstanceCount, InstancePage
@@ -80,6 +81,17 @@ class TaskInstance(Node):
     @strawberry.field(description="when the chain (or a review) settled it")
     def settled_at(self) -> datetime | None:
         return self.row.settled_at
+
+    @strawberry.field(
+        description=(
+            "why it has its status, recorded as it settled (reason, rule revision, the proofs, the reviewer, "
+            "how long it may be appealed); null while it is open"
+        )
+    )
+    def verdict(self) -> Verdict | None:
+        if self.row.status in (InstanceStatusRow.PENDING, InstanceStatusRow.PENDING_REVIEW):
+            return None
+        return Verdict(row=self.row)
 
     @strawberry.field(deprecation_reason=list_replaced_by("verificationsConnection"))
     async def verifications(self, info: Info) -> list[Verification]:

@@ -18,7 +18,9 @@ from services.feed import Completion as Counted
 class Completion:
     days: int
     verified: int = strawberry.field(description="instances VERIFIED")
-    settled: int = strawberry.field(description="instances VERIFIED, MISSED or REJECTED (CANCELED excluded)")
+    settled: int = strawberry.field(
+        description="instances VERIFIED, MISSED or REJECTED (CANCELED and EXCUSED excluded)"
+    )
 
     @strawberry.field(description="verified / settled; null when nothing settled")
     def rate(self) -> float | None:
@@ -59,7 +61,9 @@ class DayOutcome:
 
 
 @strawberry.type(
-    description="VERIFIED counts as completed; VERIFIED, MISSED and REJECTED as settled; CANCELED neither"
+    description=(
+        "VERIFIED counts as completed; VERIFIED, MISSED and REJECTED as settled; CANCELED and EXCUSED neither"
+    )
 )
 class Progress:
     scope: strawberry.Private[Scope]

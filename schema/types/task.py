@@ -173,6 +173,15 @@ class Task(MediaRulesOfTask, Node):
     def state(self) -> TaskState:
         return self.row.state
 
+    @strawberry.field(
+        description=(
+            "the revision of how its instances are judged and scheduled, bumped by every edit that changes "
+            "it (when the edit applies, after any wait): each verdict names the revision that judged it"
+        )
+    )
+    def rule_revision(self) -> int:
+        return self.row.rule_revision
+
     @strawberry.field(description="the unsettled instance the chain fires next")
     async def current_instance(
         self, info: Info

@@ -21,10 +21,18 @@ from models import InstanceStatus
 from observability.metrics import observe_settlements
 from observability.outages import report_failure
 from rules.recurrence import Schedule
+from services.chain.catch_up import Overdue, excused_due_times
 from services.chain.chain import OPEN_STATUSES, ChainTiming, FireOutcome, fire
 from services.chain.links import send_links_after_commit
 from services.chain.settle_reads import LinkedRow, read_due_in_seconds, read_named, whole_second
-from services.chain.settle_sql import ClaimedRow, PlannedRow, claim_and_settle, write_settlements
+from services.chain.settle_sql import (
+    ClaimedRow,
+    ExcusedRow,
+    PlannedRow,
+    claim_and_settle,
+    write_excused,
+    write_settlements,
+)
 from services.feed import announce_committed_events
 from services.kit import PerLoop, db_now, on_commit, write_transaction
 from services.reminders import Occurrence, offsets_from, plan_reminders_of
@@ -133,9 +141,10 @@ async def _settle_rows(rows: list[LinkedRow], timing: ChainTiming) -> set[str]:
         now = await db_now()
         claimed = await claim_and_settle([r.instance_id for r in rows], now)
         missed = [c for c in claimed if c.status is InstanceStatus.MISSED]
-        planned, ended = await _plan_next(missed, now, timing, due_times)
+        planned, ended, excused = await _plan_next(missed, now, timing, due_times)
         if missed or ended:
             await write_settlements(now, missed, ended, planned)
+            await write_excused(now, excused)
             await _plan_reminders(missed, planned, now, timing)
             on_commit(announce_committed_events)
         send_links_after_commit([(p.instance_id, 1, p.closes_at) for p in planned if p.linked])
@@ -143,10 +152,12 @@ async def _settle_rows(rows: list[LinkedRow], timing: ChainTiming) -> set[str]:
     observe_settlements([(c.status.value, fire_at.get(c.instance_id)) for c in claimed], now)
     if claimed:
         log.info(
-            "settled %d instances as a set: %d MISSED, %d stale CANCELED; planned %d, ended %d tasks",
+            "settled %d instances as a set: %d MISSED, %d stale CANCELED, %d EXCUSED passed over; "
+            "planned %d, ended %d tasks",
             len(claimed),
             len(missed),
             len(claimed) - len(missed),
+            len(excused),
             len(planned),
             len(ended),
         )
@@ -172,34 +183,82 @@ async def _plan_next(
     now: datetime,
     timing: ChainTiming,
     due_times: dict[tuple[Schedule, datetime], DueTimes],
-) -> tuple[list[PlannedRow], list[str]]:
-    """chain.plan_next_instance for each missed row, from the due times expanded before the locks."""
+) -> tuple[list[PlannedRow], list[str], list[ExcusedRow]]:
+    """chain.plan_next_instance for each missed row, from the due times expanded before the locks, with
+    the occurrences a late settlement passed over recorded EXCUSED (chain.plan_after_settlement)."""
     planned: list[PlannedRow] = []
     ended: list[str] = []
+    excused: list[ExcusedRow] = []
+    passed_over = await _excused_times(missed, now, timing, due_times)
     for row in missed:
-        moment = max(row.scheduled_due_at or row.due_at, now)  # chain.planned_after
-        prefetched = due_times.get((row.schedule, row.due_at))
-        known, due_at = prefetched.first_after(moment, row.schedule) if prefetched else (False, None)
-        if not known:  # the schedule or the clock moved past what was expanded: expand now (rare)
-            found = await due_times_after(row.schedule, moment, 1, timing.recurrence)
-            due_at = found.times[0] if found.times else None
-        if due_at is None:
+        seq = row.last_seq
+        for due_at in passed_over.get(row.task_id, ()):
+            seq += 1
+            opens_at, closes_at = window_for(row.schedule, due_at)
+            excused.append(
+                ExcusedRow(
+                    str(uuid4()),
+                    row.task_id,
+                    seq,
+                    row.chain_version,
+                    opens_at,
+                    due_at,
+                    closes_at,
+                    row.owner_id,
+                    row.title,
+                )
+            )
+        next_due = await _first_due(row, max(row.scheduled_due_at or row.due_at, now), timing, due_times)
+        if next_due is None:
             ended.append(row.task_id)
             continue
-        opens_at, closes_at = window_for(row.schedule, due_at)
+        opens_at, closes_at = window_for(row.schedule, next_due)
         planned.append(
             PlannedRow(
                 instance_id=str(uuid4()),
                 task_id=row.task_id,
-                seq=row.last_seq + 1,
+                seq=seq + 1,
                 chain_version=row.chain_version,
                 opens_at=opens_at,
-                due_at=due_at,
+                due_at=next_due,
                 closes_at=closes_at,
                 linked=(closes_at - now).total_seconds() <= timing.link_horizon_seconds,
             )
         )
-    return planned, ended
+    return planned, ended, excused
+
+
+async def _first_due(
+    row: ClaimedRow,
+    moment: datetime,
+    timing: ChainTiming,
+    due_times: dict[tuple[Schedule, datetime], DueTimes],
+) -> datetime | None:
+    """The row's schedule's first due time after `moment`, from what was expanded before the locks."""
+    prefetched = due_times.get((row.schedule, row.due_at))
+    known, due_at = prefetched.first_after(moment, row.schedule) if prefetched else (False, None)
+    if not known:  # the schedule or the clock moved past what was expanded: expand now (rare)
+        found = await due_times_after(row.schedule, moment, 1, timing.recurrence)
+        due_at = found.times[0] if found.times else None
+    return due_at
+
+
+async def _excused_times(
+    missed: list[ClaimedRow],
+    now: datetime,
+    timing: ChainTiming,
+    due_times: dict[tuple[Schedule, datetime], DueTimes],
+) -> dict[str, list[datetime]]:
+    """services/chain/catch_up.py for the rows settled late enough that an occurrence fell in between."""
+    overdue = []
+    for row in missed:
+        after = row.scheduled_due_at or row.due_at
+        first = await _first_due(row, after, timing, due_times) if after < now else None
+        if first is not None and first <= now:
+            overdue.append(Overdue(row.task_id, row.schedule, after))
+    if not overdue:
+        return {}
+    return await excused_due_times(overdue, now, timing.recurrence, timing.catch_up_limit)
 
 
 async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[LinkArgs]:

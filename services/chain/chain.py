@@ -24,6 +24,7 @@ from models import (
     Task,
     TaskInstance,
     TaskState,
+    VerdictReason,
     Verification,
     VerificationStatus,
 )
@@ -31,6 +32,7 @@ from observability.metrics import observe_settlement
 from rules.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 from services.chain.avoidance import avoidance_verdict, forget_samples, is_avoid, verdict_settlement
 from services.chain.breaks import break_spans, first_due_outside
+from services.chain.catch_up import Overdue, excused_due_times
 from services.chain.links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain.links import LINK_BATCH as LINK_BATCH
@@ -38,7 +40,7 @@ from services.chain.links import Link, send_links_after_commit
 from services.chain.links import send_links as send_links
 from services.chain.quota import has_reviews_in_period, quota_met, settle_reviews_at_period_end
 from services.chain.sql import read_instance_locking_task
-from services.feed import record_event
+from services.feed import record_event, record_events
 from services.kit import write_transaction
 from services.partners import vouching
 from services.reminders import occurrence_of, offsets_of, plan_reminders_of
@@ -47,12 +49,15 @@ from services.schedules import DueTimes, next_due_after, prefetch_due_times, sch
 log = logging.getLogger("proofloop.chain")
 
 OPEN_STATUSES = (InstanceStatus.PENDING, InstanceStatus.PENDING_REVIEW)
+PROOF = VerdictReason.PROOF_ACCEPTED
 
 
 @dataclass(frozen=True)
 class ChainTiming:
     link_horizon_seconds: float
     recurrence: RecurrenceBudget = DEFAULT_BUDGET
+    # occurrences recorded EXCUSED per task when a settlement comes late (PROOFLOOP_CATCH_UP_LIMIT)
+    catch_up_limit: int = 1000
 
 
 class FireOutcome(StrEnum):
@@ -75,9 +80,19 @@ async def lock_task(task_id: str) -> Task:
     return await Task.filter(id=task_id).select_for_update().get()
 
 
-def settlement(outcome: InstanceStatus, at: datetime) -> dict[str, Any]:
-    """The columns every settlement writes: the outcome, when, and that the chain owes the row nothing."""
-    return {"status": outcome, "settled_at": at, "fire_at": None, "link_for": None}
+def settlement(
+    outcome: InstanceStatus, at: datetime, reason: VerdictReason, rule_revision: int | None = None
+) -> dict[str, Any]:
+    """The columns every settlement writes: the outcome, when, why (the verdict record), and that the
+    chain owes the row nothing."""
+    return {
+        "status": outcome,
+        "settled_at": at,
+        "verdict_reason": reason,
+        "rule_revision": rule_revision,
+        "fire_at": None,
+        "link_for": None,
+    }
 
 
 async def settle_instance(
@@ -86,6 +101,7 @@ async def settle_instance(
     outcome: InstanceStatus,
     at: datetime,
     *,
+    reason: VerdictReason,
     expected: InstanceStatus = InstanceStatus.PENDING,
     events: tuple[EventType, ...] = (),
     verification: Verification | None = None,
@@ -93,11 +109,13 @@ async def settle_instance(
 ) -> bool:
     """The one settlement of one instance: a compare-and-set from `expected`, only if `conditions` hold
     (the window at arrival, the review deadline, fire_at come); then the metrics count it and `events`
-    are written in the caller's transaction. False when someone else settled it first.
+    are written in the caller's transaction. False when someone else settled it first. `reason` and
+    the task's rule revision are its verdict record (none for a CANCELED one: no rule judged it).
 
     A set of instances is settled by services/settle_sql.claim_and_settle, writing the same columns."""
     rows = TaskInstance.filter(id=instance.id, status=expected, **conditions)
-    if not await rows.update(**settlement(outcome, at)):
+    revision = None if outcome is InstanceStatus.CANCELED else task.rule_revision
+    if not await rows.update(**settlement(outcome, at, reason, revision)):
         return False
     observe_settlement(outcome.value, instance.fire_at, at)
     instance.status, instance.settled_at, instance.fire_at, instance.link_for = outcome, at, None, None
@@ -128,7 +146,9 @@ async def count_proof(
         for event in counted:
             await record_event(event, task, instance, at, verification)
         return True
-    await settle_instance(task, instance, InstanceStatus.VERIFIED, at, events=met, verification=verification)
+    await settle_instance(
+        task, instance, InstanceStatus.VERIFIED, at, reason=PROOF, events=met, verification=verification
+    )
     await plan_after_pending(task, instance, now=at, timing=timing, due=due)
     return True
 
@@ -145,29 +165,48 @@ async def plan_after_pending(
     """The instance left PENDING: plan the next one in the same transaction (one PENDING per task),
     unless the task was paused, ended or deleted meanwhile."""
     if task.state is TaskState.ACTIVE and task.deleted_at is None:
-        await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
+        await plan_after_settlement(task, instance, now=now, timing=timing, due=due)
+
+
+async def plan_after_settlement(
+    task: Task, instance: TaskInstance, *, now: datetime, timing: ChainTiming, due: DueTimes | None
+) -> None:
+    """Plan the next instance after `instance` settled, recording the occurrences a late settlement
+    passed over as EXCUSED."""
+    await plan_next_instance(
+        task, after=planned_after(instance), now=now, timing=timing, due=due, excuse=True
+    )
 
 
 @dataclass(frozen=True)
 class NextPlan:
     """One task whose next instance is planned: the first occurrence due after max(after, now), from
-    `due` (prefetch_due_times, computed before the transaction) when it can answer."""
+    `due` (prefetch_due_times, computed before the transaction) when it can answer. `excuse`: a
+    settlement plans it, so occurrences due in (after, now] are recorded EXCUSED (services/chain/catch_up.py)
+    rather than skipped; an edit, a pause or a break passes over them on purpose."""
 
     task: Task
     after: datetime
     due: DueTimes | None = None
+    excuse: bool = False
 
 
 async def plan_next_instance(
-    task: Task, *, after: datetime, now: datetime, timing: ChainTiming, due: DueTimes | None = None
+    task: Task,
+    *,
+    after: datetime,
+    now: datetime,
+    timing: ChainTiming,
+    due: DueTimes | None = None,
+    excuse: bool = False,
 ) -> TaskInstance | None:
     """Plan the first occurrence due after max(after, now); END the task when the rule is exhausted.
 
     Runs inside the caller's transaction, with the task row locked: `due` (prefetch_due_times, computed
-    before the transaction) keeps the expansion outside the lock. Occurrences that fell inside an
-    outage or a pause are skipped, not mass-MISSED.
+    before the transaction) keeps the expansion outside the lock. Occurrences that fell inside a pause
+    are skipped; inside an outage (`excuse`), recorded EXCUSED; never mass-MISSED.
     """
-    planned = await plan_next_instances([NextPlan(task, after, due)], now=now, timing=timing)
+    planned = await plan_next_instances([NextPlan(task, after, due, excuse)], now=now, timing=timing)
     return planned[0] if planned else None
 
 
@@ -176,10 +215,11 @@ async def plan_next_instances(
 ) -> list[TaskInstance]:
     """plan_next_instance for a set of locked tasks, in a fixed number of statements: one update of the
     tasks that END, one insert of the new instances, one update of the tasks' counters, one insert of
-    their reminders; the links leave after commit."""
+    their reminders; the links leave after commit. The next instances planned are returned."""
     ended: list[Task] = []
     planned: list[tuple[Task, TaskInstance]] = []
     breaks = await break_spans([plan.task for plan in plans], now)  # no statement when none has any
+    excused = await _excused_rows(plans, now, timing)
     for plan in plans:
         due_at = await next_due_after(plan.task, max(plan.after, now), timing.recurrence, plan.due)
         if str(plan.task.id) in breaks:
@@ -190,7 +230,10 @@ async def plan_next_instances(
         else:
             planned.append((plan.task, next_instance_row(plan.task, due_at, now=now, timing=timing)))
     if ended:
-        await Task.bulk_update(ended, fields=["state", "updated_at"])
+        await Task.bulk_update(ended, fields=["state", "last_seq", "updated_at"])
+    if excused:
+        await TaskInstance.bulk_create(excused)
+        await record_events(EventType.EXCUSED, {str(plan.task.id): plan.task for plan in plans}, excused, now)
     if not planned:
         return []
     instances = [instance for _, instance in planned]
@@ -203,6 +246,46 @@ async def plan_next_instances(
     )
     send_links_after_commit(links_of(instances))
     return instances
+
+
+async def _excused_rows(plans: list[NextPlan], now: datetime, timing: ChainTiming) -> list[TaskInstance]:
+    """The EXCUSED instances of the settlements among `plans` that come late (unsaved; each moves its
+    task's last_seq on before the next instance takes its own)."""
+    overdue: list[Overdue] = []
+    for plan in plans:
+        if not plan.excuse or plan.after >= now:
+            continue
+        first = await next_due_after(plan.task, plan.after, timing.recurrence, plan.due)
+        if first is not None and first <= now:
+            overdue.append(Overdue(str(plan.task.id), schedule_of(plan.task), plan.after))
+    if not overdue:
+        return []
+    times = await excused_due_times(overdue, now, timing.recurrence, timing.catch_up_limit)
+    return [
+        excused_instance_row(plan.task, due_at, now=now)
+        for plan in plans
+        for due_at in times.get(str(plan.task.id), ())
+    ]
+
+
+def excused_instance_row(task: Task, due_at: datetime, *, now: datetime) -> TaskInstance:
+    """An occurrence an outage kept from being planned, settled EXCUSED as it is recorded (unsaved;
+    moves task.last_seq on)."""
+    opens_at, closes_at = window_of(task, due_at)
+    task.last_seq += 1
+    return TaskInstance(
+        task_id=task.id,
+        seq=task.last_seq,
+        chain_version=task.chain_version,
+        opens_at=opens_at,
+        due_at=due_at,
+        closes_at=closes_at,
+        status=InstanceStatus.EXCUSED,
+        settled_at=now,
+        verdict_reason=VerdictReason.SERVICE_OUTAGE,
+        fire_at=None,
+        link_no=0,
+    )
 
 
 def next_instance_row(task: Task, due_at: datetime, *, now: datetime, timing: ChainTiming) -> TaskInstance:
@@ -262,7 +345,7 @@ async def cancel_open_instances(
     if not tasks:
         return 0
     rows = TaskInstance.filter(task_id__in=[task.id for task in tasks], status__in=statuses)
-    return await rows.update(**settlement(InstanceStatus.CANCELED, now))
+    return await rows.update(**settlement(InstanceStatus.CANCELED, now, VerdictReason.TASK_CHANGED))
 
 
 async def fire(instance_id: str, link_no: int, timing: ChainTiming) -> FireOutcome:
@@ -312,7 +395,7 @@ async def _settle_pending(
         or task.state != TaskState.ACTIVE
     ):
         # a link of a superseded chain: the row must not stay behind owing work
-        await settle_instance(task, instance, InstanceStatus.CANCELED, now)
+        await settle_instance(task, instance, InstanceStatus.CANCELED, now, reason=VerdictReason.TASK_CHANGED)
         return FireOutcome.STALE
     if is_avoid(task):
         return await _settle_avoidance(task, instance, now, link_no, timing, due)
@@ -320,13 +403,21 @@ async def _settle_pending(
         await settle_reviews_at_period_end(instance, now, approve=await timeout_approves(task, now))
         if quota_met(task, instance):  # the reviews that waited made up the count
             events = (EventType.VERIFIED,)
-            await settle_instance(task, instance, InstanceStatus.VERIFIED, now, events=events)
-            await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
+            await settle_instance(task, instance, InstanceStatus.VERIFIED, now, reason=PROOF, events=events)
+            await plan_after_settlement(task, instance, now=now, timing=timing, due=due)
             return FireOutcome.VERIFIED
     missed = (EventType.MISSED,)
-    if not await settle_instance(task, instance, InstanceStatus.MISSED, now, events=missed, fire_at__lte=now):
+    if not await settle_instance(
+        task,
+        instance,
+        InstanceStatus.MISSED,
+        now,
+        reason=VerdictReason.NO_PROOF,
+        events=missed,
+        fire_at__lte=now,
+    ):
         return await _resend_if_early(instance, now, link_no)
-    await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
+    await plan_after_settlement(task, instance, now=now, timing=timing, due=due)
     log.info("instance settled MISSED", extra={"task_id": str(task.id), "instance_id": str(instance.id)})
     return FireOutcome.MISSED
 
@@ -341,12 +432,19 @@ async def _settle_avoidance(
     outcome, events = verdict_settlement(verification)
     await verification.save()
     if not await settle_instance(
-        task, instance, outcome, now, events=events, verification=verification, fire_at__lte=now
+        task,
+        instance,
+        outcome,
+        now,
+        reason=VerdictReason.LOCATION_SAMPLES,
+        events=events,
+        verification=verification,
+        fire_at__lte=now,
     ):
         await verification.delete()
         return await _resend_if_early(instance, now, link_no)
     await forget_samples(instance)
-    await plan_next_instance(task, after=planned_after(instance), now=now, timing=timing, due=due)
+    await plan_after_settlement(task, instance, now=now, timing=timing, due=due)
     log.info(
         "avoid-a-place instance settled",
         extra={"task_id": str(task.id), "instance_id": str(instance.id), "status": outcome.value},
@@ -368,6 +466,13 @@ def decided_status(review: Verification | None, approve: bool) -> InstanceStatus
     if approve:
         return InstanceStatus.VERIFIED
     return review.appeal_of if review is not None and review.appeal_of else InstanceStatus.REJECTED
+
+
+def decided_reason(review: Verification, approve: bool) -> VerdictReason:
+    """A partner's decision as a verdict record's reason: of an appeal, or of a requested review."""
+    if review.appeal_of is not None:
+        return VerdictReason.APPEAL_UPHELD if approve else VerdictReason.APPEAL_DENIED
+    return VerdictReason.PARTNER_APPROVED if approve else VerdictReason.PARTNER_REJECTED
 
 
 def decided_event(review: Verification | None, approve: bool) -> EventType:
@@ -392,6 +497,7 @@ async def _settle_review(task: Task, instance: TaskInstance, now: datetime, link
         instance,
         outcome,
         now,
+        reason=VerdictReason.TASK_CHANGED if task.deleted_at is not None else VerdictReason.REVIEW_TIMED_OUT,
         expected=InstanceStatus.PENDING_REVIEW,
         events=events,
         verification=verification,

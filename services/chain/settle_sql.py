@@ -8,12 +8,13 @@ The columns written here are chain.settlement's and plan_next_instance's, and ev
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from models import EventType, InstanceStatus, TaskState
+from models import EventType, InstanceStatus, TaskState, VerdictReason
 from rules.recurrence import Schedule
 from services.chain.settle_reads import NO_CHANGE_DUE, PENDING, TASK_COLUMNS, maybe_utc, schedule_from
 from services.feed import snapshot_columns, snapshot_rows
@@ -49,6 +50,22 @@ class PlannedRow:
     linked: bool  # inside the horizon: its link leaves after commit
 
 
+@dataclass(frozen=True)
+class ExcusedRow:
+    """An occurrence due while the service could not plan it (services/chain/catch_up.py), recorded
+    EXCUSED with an event of its own (a feed Snapshot)."""
+
+    instance_id: str
+    task_id: str
+    seq: int
+    chain_version: int
+    opens_at: datetime
+    due_at: datetime
+    closes_at: datetime
+    owner_id: str
+    title: str
+
+
 _LIVE = (
     f"t.deleted_at IS NULL AND t.state = '{TaskState.ACTIVE.value}'"
     " AND t.chain_version = {instance}.chain_version"
@@ -76,6 +93,9 @@ WITH due AS (
 UPDATE task_instances i
 SET status = CASE WHEN due.live THEN '{InstanceStatus.MISSED.value}'
                   ELSE '{InstanceStatus.CANCELED.value}' END,
+    verdict_reason = CASE WHEN due.live THEN '{VerdictReason.NO_PROOF.value}'
+                          ELSE '{VerdictReason.TASK_CHANGED.value}' END,
+    rule_revision = CASE WHEN due.live THEN t.rule_revision END,
     settled_at = $2, fire_at = NULL, link_for = NULL
 FROM due, tasks t
 WHERE i.id = ANY(ARRAY(SELECT id FROM due)) AND i.id = due.id AND t.id = i.task_id
@@ -83,11 +103,15 @@ WHERE i.id = ANY(ARRAY(SELECT id FROM due)) AND i.id = due.id AND t.id = i.task_
 RETURNING {_CLAIMED}
 """
 
+_LIVE_RULE_SQLITE = f"""(SELECT t.rule_revision FROM tasks t WHERE t.id = task_instances.task_id
+                       AND {_LIVE.format(instance="task_instances")})"""
 _CLAIM_SQLITE = f"""
 UPDATE task_instances
-SET status = CASE WHEN EXISTS (SELECT 1 FROM tasks t WHERE t.id = task_instances.task_id
-                               AND {_LIVE.format(instance="task_instances")})
+SET status = CASE WHEN {_LIVE_RULE_SQLITE} IS NOT NULL
              THEN '{InstanceStatus.MISSED.value}' ELSE '{InstanceStatus.CANCELED.value}' END,
+    verdict_reason = CASE WHEN {_LIVE_RULE_SQLITE} IS NOT NULL
+                     THEN '{VerdictReason.NO_PROOF.value}' ELSE '{VerdictReason.TASK_CHANGED.value}' END,
+    rule_revision = {_LIVE_RULE_SQLITE},
     settled_at = ?2, fire_at = NULL, link_for = NULL
 WHERE id IN (SELECT value FROM json_each(?1)) AND status = '{PENDING}' AND fire_at <= ?2
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = task_instances.task_id
@@ -223,3 +247,72 @@ async def write_settlements(
                 for p in planned
             ],
         )
+
+
+OUTAGE = VerdictReason.SERVICE_OUTAGE.value
+
+# The catch-up after an outage (rare, so apart from the statements above, and after them, so its events
+# follow the MISSED one as its occurrences do): the EXCUSED instances, their events, and their tasks'
+# last_seq moved on by their number (the planned instances' seq counted them already).
+_EXCUSED_PG = f"""
+WITH excused AS (
+    INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status,
+                                verdict_reason, created_at, settled_at, link_no, proofs_counted)
+    SELECT id, task_id, seq, v, o, d, c, '{InstanceStatus.EXCUSED.value}', '{OUTAGE}', $1, $1, 0, 0
+    FROM unnest($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::timestamptz[], $7::timestamptz[],
+                $8::timestamptz[]) AS x(id, task_id, seq, v, o, d, c)
+    RETURNING 1
+), events AS (
+    INSERT INTO events (type, occurred_at, user_id, task_id, instance_id, task_title, instance_status, due_at)
+    SELECT '{EventType.EXCUSED.value}', $1, u, t, i, title, '{InstanceStatus.EXCUSED.value}', d
+    FROM unnest($9::uuid[], $10::uuid[], $11::uuid[], $12::text[], $13::timestamptz[]) AS x(u, t, i, title, d)
+    RETURNING 1
+)
+UPDATE tasks SET last_seq = tasks.last_seq + moved.n, updated_at = $1
+FROM (SELECT task_id, COUNT(*) AS n FROM unnest($3::uuid[]) AS x(task_id) GROUP BY task_id) AS moved
+WHERE tasks.id = moved.task_id
+"""
+_EXCUSED_SQLITE = f"""
+INSERT INTO task_instances (id, task_id, seq, chain_version, opens_at, due_at, closes_at, status,
+                            verdict_reason, created_at, settled_at, link_no, proofs_counted)
+VALUES (?, ?, ?, ?, ?, ?, ?, '{InstanceStatus.EXCUSED.value}', '{OUTAGE}', ?, ?, 0, 0)
+"""
+_EXCUSED_EVENT_SQLITE = f"""
+INSERT INTO events (type, occurred_at, user_id, task_id, instance_id, task_title, instance_status, due_at)
+VALUES ('{EventType.EXCUSED.value}', ?, ?, ?, ?, ?, '{InstanceStatus.EXCUSED.value}', ?)
+"""
+_MOVED_SQLITE = "UPDATE tasks SET last_seq = last_seq + ?1, updated_at = ?2 WHERE id = ?3"
+
+
+async def write_excused(now: datetime, excused: list[ExcusedRow]) -> None:
+    """Inside the claiming transaction, after write_settlements: the EXCUSED instances with their events,
+    and each task's last_seq moved on by their number."""
+    if not excused:
+        return
+    conn = connection()
+    if not is_sqlite():
+        await conn.execute_query(
+            _EXCUSED_PG,
+            [
+                now,
+                [e.instance_id for e in excused],
+                [e.task_id for e in excused],
+                [e.seq for e in excused],
+                [e.chain_version for e in excused],
+                [e.opens_at for e in excused],
+                [e.due_at for e in excused],
+                [e.closes_at for e in excused],
+                *snapshot_columns(excused),
+            ],
+        )
+        return
+    await conn.execute_many(
+        _EXCUSED_SQLITE,
+        [
+            [e.instance_id, e.task_id, e.seq, e.chain_version, e.opens_at, e.due_at, e.closes_at, now, now]
+            for e in excused
+        ],
+    )
+    await conn.execute_many(_EXCUSED_EVENT_SQLITE, snapshot_rows(now, excused))
+    moved = Counter(e.task_id for e in excused)
+    await conn.execute_many(_MOVED_SQLITE, [[n, now, task_id] for task_id, n in moved.items()])

@@ -8,6 +8,7 @@ from services.feed.events import (
     announce_committed_events,
     commits_wait_for_positions,
     record_event,
+    record_events,
     snapshot_columns,
     snapshot_rows,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "completions",
     "readable_events",
     "record_event",
+    "record_events",
     "snapshot_columns",
     "snapshot_rows",
     "streaks",

@@ -89,6 +89,29 @@ async def record_event(
     return event
 
 
+async def record_events(
+    type: EventType, tasks: dict[str, Task], instances: Sequence[TaskInstance], occurred_at: datetime
+) -> None:
+    """record_event for many instances in one insert (`tasks` by id: each instance's task)."""
+    events = []
+    for instance in instances:
+        task = tasks[str(instance.task_id)]
+        events.append(
+            Event(
+                type=type,
+                occurred_at=occurred_at,
+                user_id=task.owner_id,
+                task_id=task.id,
+                instance_id=instance.id,
+                task_title=task.title,
+                instance_status=instance.status,
+                due_at=instance.due_at,
+            )
+        )
+    await Event.bulk_create(events)
+    on_commit(announce_committed_events)
+
+
 async def assign_positions() -> list[tuple[str, int]]:
     """Give committed, unpositioned events their public ids, in commit order, in one serialized step."""
     async with write_transaction():

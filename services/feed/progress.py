@@ -1,9 +1,9 @@
 """Progress a partner can read: completion rates, streaks and a calendar, for tasks and for users.
 
 What counts: an instance is *completed* when VERIFIED; it is *settled* (the denominator of a rate, and a
-link in a streak) when VERIFIED, MISSED or REJECTED. CANCELED instances (a pause, an edit) and unsettled
-ones (PENDING, PENDING_REVIEW) neither count nor break anything. A user's progress covers their tasks
-that are not deleted, so the owner and their partners read the same figures.
+link in a streak) when VERIFIED, MISSED or REJECTED. CANCELED instances (a pause, an edit), EXCUSED ones
+(an outage) and unsettled ones (PENDING, PENDING_REVIEW) neither count nor break anything. A user's
+progress covers their tasks that are not deleted, so the owner and their partners read the same figures.
 
 Each function answers for every scope a request asked about in one grouped statement per scope kind.
 """

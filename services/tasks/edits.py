@@ -72,6 +72,7 @@ _SCHEDULE_COLUMNS = [
     "window_seconds",
     "grace_seconds",
     "count_ends_at",
+    "rule_revision",
     "chain_version",
     "state",
     "updated_at",
@@ -95,6 +96,7 @@ async def replan_all(replans: list[Replan], now: datetime, timing: ChainTiming) 
         task.window_seconds, task.grace_seconds = schedule.window_seconds, schedule.grace_seconds
         task.count_ends_at = schedule.count_ends_at
         task.chain_version += 1
+        task.rule_revision += 1
     tasks = [r.task for r in replans]
     kept = await holding_evidence(tasks)
     await cancel_open_instances([t for t in tasks if str(t.id) not in kept], now)

@@ -335,8 +335,14 @@ _RULE_COLUMNS = [
     "require_capture_time",
     "quota_count",
     "quota_min_gap_seconds",
+    "rule_revision",
     "updated_at",
 ]
+
+
+def rule_of(task: Task) -> tuple[object, ...]:
+    """How the task judges its instances, for telling whether an edit changed it (a new rule_revision)."""
+    return tuple(getattr(task, column) for column in _RULE_COLUMNS[:-2])
 
 
 async def apply_pending_change(
@@ -364,7 +370,10 @@ async def apply_pending_changes(
     kept = [(task, pending) for task, pending in changes if not pending.delete]
     ruled = [task for task, pending in kept if pending.parts() & RULE_PARTS]
     for task, pending in kept:
+        before = rule_of(task)
         apply_fields(task, None, None, _rule_patch(task, pending))
+        if rule_of(task) != before:
+            task.rule_revision += 1
     if ruled:
         await Task.bulk_update(ruled, fields=_RULE_COLUMNS)
     await settle_met_periods([task for task, pending in kept if pending.quota_count is not None], now, timing)

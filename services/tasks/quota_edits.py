@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from models import EventType, InstanceStatus, Task, TaskInstance
+from models import EventType, InstanceStatus, Task, TaskInstance, VerdictReason
 from rules.errors import InvalidInput
 from rules.quota import Period, Quota, check_quota
 from services.chain import ChainTiming, plan_after_pending, settle_instance
@@ -66,5 +66,6 @@ async def settle_met_periods(tasks: list[Task], now: datetime, timing: ChainTimi
         task = goals[str(instance.task_id)]
         if instance.opens_at <= now and instance.proofs_counted >= (task.quota_count or 1):
             met = (EventType.VERIFIED,)
-            if await settle_instance(task, instance, InstanceStatus.VERIFIED, now, events=met):
+            proof = VerdictReason.PROOF_ACCEPTED
+            if await settle_instance(task, instance, InstanceStatus.VERIFIED, now, reason=proof, events=met):
                 await plan_after_pending(task, instance, now=now, timing=timing, due=None)

@@ -73,6 +73,7 @@ from services.tasks.pending_changes import (
     apply_if_due,
     hold_change,
     pending_of,
+    rule_of,
     schedule_parts,
     split_rules,
     waiting_schedule,
@@ -346,7 +347,10 @@ async def _apply_update(
     gap = patch.gps.max_sample_gap_seconds if patch.gps is not None else None
     if gap is not None and gap != task.gps_max_sample_gap_seconds:
         raise BadInput("input.gps.maxSampleGapSeconds", "is fixed when the task is created")
+    before = rule_of(task)
     apply_fields(task, title, description, patch)
+    if rule_of(task) != before:
+        task.rule_revision += 1
     # rule changes apply in place: proofs read the rule from the task row when they arrive
     await task.save()
     if patch.quota_count is not None:

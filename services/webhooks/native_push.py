@@ -41,6 +41,7 @@ _FCM_TOKEN = re.compile(r"[A-Za-z0-9_:\-]{20,1000}")
 _PHRASES = {
     "VERIFIED": "verified",
     "MISSED": "missed",
+    "EXCUSED": "excused: the service was down",
     "REJECTED": "rejected",
     "PROOF_SUBMITTED": "sent a proof",
     "REVIEW_REQUESTED": "asks for your review",

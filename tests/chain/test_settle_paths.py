@@ -104,3 +104,39 @@ async def test_the_row_path_and_the_set_path_write_identical_rows_and_events(
     ]
     for task in by_set:
         assert await _written(db, task) == expected
+
+
+@pytest.mark.usefixtures("orm")
+async def test_a_late_settlement_records_the_occurrences_it_passed_over_the_same_on_both_paths(
+    db: asyncpg.Connection,
+) -> None:
+    """Settled 3.5 hours late (an outage), an hourly task's occurrences due meanwhile had no instance:
+    each is recorded EXCUSED (reason SERVICE_OUTAGE) with its event, and the next is the first still
+    ahead; the open one, whose window was usable, is MISSED."""
+    by_row, *by_set = await _identical_tasks("FREQ=HOURLY", 3)
+    at = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3, minutes=30)
+    row_id, *set_ids = await _bring_due([by_row, *by_set], at)
+
+    await fire(row_id, 1, NO_LINKS)
+    chunk = await settle_chunk([(i, 1) for i in set_ids], [], NO_LINKS)
+    assert chunk.settled == 2 and not chunk.leftover
+
+    expected = await _written(db, by_row)
+    hour = timedelta(hours=1)
+    assert [(i["seq"], i["status"], i["verdict_reason"], i["due_at"]) for i in expected["instances"]] == [
+        (1, "MISSED", "NO_PROOF", at),
+        (2, "EXCUSED", "SERVICE_OUTAGE", at + hour),
+        (3, "EXCUSED", "SERVICE_OUTAGE", at + 2 * hour),
+        (4, "EXCUSED", "SERVICE_OUTAGE", at + 3 * hour),
+        (5, "PENDING", None, at + 4 * hour),
+    ]
+    assert [i["rule_revision"] for i in expected["instances"]] == [1, None, None, None, None]
+    assert expected["task"]["last_seq"] == 5
+    assert [(e["type"], e["instance_seq"]) for e in expected["events"]] == [
+        ("MISSED", 1),
+        ("EXCUSED", 2),
+        ("EXCUSED", 3),
+        ("EXCUSED", 4),
+    ]
+    for task in by_set:
+        assert await _written(db, task) == expected
