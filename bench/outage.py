@@ -9,7 +9,13 @@ worst latency meanwhile, and how long after the resume the first request succeed
 through a PostgreSQL restart and a Redis restart under a burst of BENCH_OUTAGE_TASKS tasks due together
 every 2 s: its tracebacks and outage lines.
 
-Run: .venv/bin/python -m bench.outage [pauses] [restarts]   (BENCH_OUTAGE_PAUSE_S, default 10; BENCH_OUTAGE_TASKS, default 300)
+Then `lateness`: the same burst settled with nothing injected, then through a PostgreSQL restart that
+keeps it down BENCH_OUTAGE_DOWN_S seconds, in one run: for each, the worst lateness of a settlement past
+its deadline, the occurrences recorded EXCUSED (SERVICE_OUTAGE) because nothing could plan them, and
+how the worker settled after the restart (instances settled in sets against one by one, from its log).
+
+Run: .venv/bin/python -m bench.outage [pauses] [restarts] [lateness]   (BENCH_OUTAGE_PAUSE_S, default 10;
+BENCH_OUTAGE_TASKS, default 300; BENCH_OUTAGE_DOWN_S, default 5)
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -24,11 +31,12 @@ import urllib.error
 import urllib.request
 import uuid
 
-from harness.chaos import ChaosRun, Shape
+from harness.chaos import ChaosRun, Outcome, Shape
 from harness.private_services import PrivatePostgres, PrivateRedis
 from harness.proofloop import ApiClient
 
 PAUSE_S = float(os.environ.get("BENCH_OUTAGE_PAUSE_S", "10"))
+DOWN_S = float(os.environ.get("BENCH_OUTAGE_DOWN_S", "5"))
 TASKS = int(os.environ.get("BENCH_OUTAGE_TASKS", "300"))
 IDLE = Shape(tasks=0, every=2, start_in=2, before=0, after=0, pause=0)
 BURST = Shape(tasks=TASKS, every=2, start_in=5 + TASKS / 30, before=0.5, after=0, pause=0)
@@ -144,6 +152,53 @@ async def restarts(pg: PrivatePostgres, redis: PrivateRedis) -> None:
             print(line[:300])
 
 
+SET_LINE = re.compile(r"settled (\d+) instances as a set")
+
+
+def settled_in_sets(lines: list[str]) -> tuple[int, int]:
+    """(instances settled in sets, one by one) in these worker log lines."""
+    in_sets = sum(int(m.group(1)) for line in lines if (m := SET_LINE.search(line)))
+    alone = sum("instance settled MISSED" in line for line in lines)
+    return in_sets, alone
+
+
+async def lateness(pg: PrivatePostgres, redis: PrivateRedis) -> None:
+    shape = Shape(
+        tasks=TASKS, every=2, start_in=5 + TASKS / 30, before=0.5, after=DOWN_S + 8, pause=0, down=DOWN_S
+    )
+    run = ChaosRun(pg, redis, f"outage_bench_{uuid.uuid4().hex[:8]}", shape)
+    run.env["PROOFLOOP_MAX_TASKS_PER_USER"] = str(TASKS)
+    async with run.running():
+        assert run.worker is not None
+        await run.start_burst()
+        rows: list[tuple[str, Outcome, tuple[int, int], float, list[str]]] = []
+        try:
+            for fault in ("none", "pg_restart"):
+                if rows:
+                    await run.into_next_burst()
+                before = len(run.worker.log().splitlines())
+                started = time.monotonic()
+                outcome = await run.episode(fault)
+                lines = run.worker.log().splitlines()[before:]
+                rows.append((fault, outcome, settled_in_sets(lines), time.monotonic() - started, lines))
+        finally:
+            await run.stop_burst()
+    print(f"\n== {TASKS} tasks due together every 2 s; PostgreSQL stopped {DOWN_S:.0f} s, then started")
+    print(
+        "| run | instances | worst lateness | EXCUSED | settled in sets / one by one | tracebacks | problems |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for fault, outcome, (in_sets, alone), _, lines in rows:
+        tracebacks = sum(line.startswith("Traceback") for line in lines)
+        print(
+            f"| {fault} | {outcome.instances} | {outcome.worst_late_s:.2f} s | {outcome.excused} |"
+            f" {in_sets} / {alone} | {tracebacks} | {'; '.join(outcome.problems) or 'none'} |"
+        )
+    for line in rows[-1][4]:
+        if "proofloop.outage" in line:
+            print(line[:300])
+
+
 async def pauses() -> None:
     with PrivatePostgres() as pg, PrivateRedis() as redis:
         run = ChaosRun(pg, redis, f"outage_bench_{uuid.uuid4().hex[:8]}", IDLE)
@@ -166,8 +221,11 @@ async def main(parts: list[str]) -> None:
     if "restarts" in parts:
         with PrivatePostgres() as pg, PrivateRedis() as redis:
             await restarts(pg, redis)
+    if "lateness" in parts:
+        with PrivatePostgres() as pg, PrivateRedis() as redis:
+            await lateness(pg, redis)
     print(f"\nload average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1:] or ["pauses", "restarts"]))
+    asyncio.run(main(sys.argv[1:] or ["pauses", "restarts", "lateness"]))

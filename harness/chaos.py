@@ -62,6 +62,7 @@ class Shape:
     before: float
     after: float
     pause: float
+    down: float = 0.0  # how long a PostgreSQL restart keeps it stopped (0: as fast as it restarts)
 
 
 @dataclass
@@ -72,6 +73,7 @@ class Outcome:
     links_per_instance: float
     dead_letters_kept: int
     dead_letters_dropped: float = 0.0  # counted by the worker since it started
+    excused: int = 0  # occurrences recorded EXCUSED (SERVICE_OUTAGE) since the fault began
     problems: list[str] = field(default_factory=list)
 
 
@@ -201,7 +203,9 @@ class ChaosRun:
         elif fault == "redis_flushall":
             await asyncio.to_thread(self.redis.flushall)
         elif fault == "pg_restart":
-            await asyncio.to_thread(self.pg.restart)
+            await asyncio.to_thread(self.pg.stop)
+            await asyncio.sleep(self.shape.down)
+            await asyncio.to_thread(self.pg.start)
         elif fault == "pg_pause":
             await asyncio.to_thread(self.pg.pause)
             try:
@@ -229,7 +233,7 @@ class ChaosRun:
         self.first_due = first_due.timestamp()
         await asyncio.sleep(max(0.0, self.first_due + self.shape.before - time.time()))
 
-    async def _into_next_burst(self) -> None:
+    async def into_next_burst(self) -> None:
         """Until as far into a burst as the first fault came (`before` modulo `every`)."""
         every = self.shape.every
         phase = self.shape.before % every
@@ -269,7 +273,7 @@ class ChaosRun:
         try:
             for fault in faults:
                 if outcomes:
-                    await self._into_next_burst()
+                    await self.into_next_burst()
                 outcomes.append(await self.episode(fault))
             return outcomes
         finally:
@@ -343,6 +347,15 @@ class ChaosRun:
         wrong = [r for r in pending if r["n"] != 1]
         if wrong:
             problems.append(f"{len(wrong)} active tasks without exactly one PENDING instance")
+        # never skipped by omission: every occurrence has its instance (EXCUSED when an outage kept it
+        # from being planned), so each task's instances follow its grid
+        off_grid = await db.fetchval(
+            "SELECT COUNT(*) FROM (SELECT due_at - LAG(due_at) OVER (PARTITION BY task_id ORDER BY seq)"
+            " AS gap FROM task_instances) AS steps WHERE gap IS NOT NULL AND gap <> make_interval(secs => $1)",
+            float(self.shape.every),
+        )
+        if off_grid:
+            problems.append(f"{off_grid} occurrences skipped or doubled")
         early = await db.fetchval(
             "SELECT COUNT(*) FROM task_instances WHERE status = 'MISSED' AND settled_at < closes_at"
         )
@@ -366,6 +379,9 @@ class ChaosRun:
             watch_end,
         )
         n = int(window["n"] or 0)
+        excused = await db.fetchval(
+            "SELECT COUNT(*) FROM task_instances WHERE status = 'EXCUSED' AND settled_at >= $1", fault_at
+        )
         kept = await self._dead_letters_kept()
         if kept:
             problems.append(f"{kept} dead letters kept in Redis")
@@ -375,6 +391,7 @@ class ChaosRun:
             worst_late_s=float(window["worst"] or 0.0),
             links_per_instance=(int(window["links"] or 0) / n) if n else 0.0,
             dead_letters_kept=kept,
+            excused=int(excused or 0),
             problems=problems,
         )
 
@@ -460,6 +477,7 @@ def describe(outcome: Outcome) -> str:
             "worst_late_s": round(outcome.worst_late_s, 2),
             "links_per_instance": round(outcome.links_per_instance, 2),
             "dead_letters_dropped": outcome.dead_letters_dropped,
+            "excused": outcome.excused,
             "problems": outcome.problems,
         }
     )

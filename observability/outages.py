@@ -69,6 +69,9 @@ def _one_unreachable(error: BaseException) -> Dependency | None:
         return "database"
     if isinstance(error, asyncpg.AdminShutdownError | asyncpg.CrashShutdownError):
         return "database"
+    if isinstance(error, asyncpg.QueryCanceledError):
+        # the server's statement timeout: the statement failed, as after a pause it does for every one queued
+        return "database"
     if isinstance(error, asyncpg.InterfaceError) and "closed" in str(error):
         return "database"
     if isinstance(error, redis.ConnectionError | redis.TimeoutError | BrokerConnectionError):

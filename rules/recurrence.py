@@ -284,7 +284,9 @@ def _wall_instants(
     """Wall times mapped to ascending distinct instants.
 
     Existing wall times (first instant of a fold) map in order; only a wall time inside a gap moves
-    forward past later ones, so those wait in a heap until an existing one passes them.
+    forward past later ones, so those wait in a heap until the walk reaches the wall time they moved to:
+    every later wall time maps to a later instant (a rule whose every wall time falls in a gap, such as
+    02:30 on the last Sunday of March in Europe/Berlin, yields each one as the next year's comes).
     """
     dtstart = starts_at.astimezone(zone).replace(tzinfo=None)
     begin = max(dtstart, _first_wall_needed(zone, near))
@@ -292,6 +294,11 @@ def _wall_instants(
     moved: list[datetime] = []
     last: datetime | None = None
     for wall in walls:
+        while moved and moved[0].astimezone(zone).replace(tzinfo=None) <= wall:
+            earlier = heapq.heappop(moved)
+            if earlier >= starts_at and (last is None or earlier > last):
+                last = earlier
+                yield earlier
         instant = starts_at if wall == dtstart else wall.replace(tzinfo=zone).astimezone(UTC)
         if instant.astimezone(zone).replace(tzinfo=None) != wall and wall != dtstart:
             heapq.heappush(moved, instant)

@@ -4,7 +4,7 @@ decided by whom, and until when it may still be appealed. Read by the owner and 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import strawberry
 
@@ -16,6 +16,7 @@ from schema.context import Info
 from schema.enums import InstanceStatus, VerdictReason
 from schema.types.user import User, load_user
 from schema.types.verification import Verification
+from services.proofs import appealable_until
 
 # Decided by a partner: the reviewer is named.
 _DECIDED_BY_PARTNER = (
@@ -27,7 +28,6 @@ _DECIDED_BY_PARTNER = (
 _APPEALS = (VerdictReason.APPEAL_UPHELD, VerdictReason.APPEAL_DENIED)
 # What no proof decided: nothing to show.
 _WITHOUT_PROOFS = (VerdictReason.NO_PROOF, VerdictReason.SERVICE_OUTAGE, VerdictReason.TASK_CHANGED)
-_APPEALABLE = (InstanceStatusRow.MISSED, InstanceStatusRow.REJECTED)
 
 
 def deciding(rows: list[VerificationRow], instance: TaskInstanceRow) -> list[VerificationRow]:
@@ -98,8 +98,8 @@ class Verdict:
 
     @strawberry.field(
         description=(
-            "until when its owner may appeal it (MISSED or REJECTED, not appealed yet); null when it "
-            "cannot be appealed"
+            "until when its owner may appeal it (a MISSED instance not appealed yet, for "
+            "PROOFLOOP_APPEAL_WINDOW_SECONDS); null when it cannot be appealed"
         )
     )
     def appealable_until(self, info: Info) -> datetime | None:
@@ -111,7 +111,4 @@ class Verdict:
         return until is None or until < await info.context.now()
 
     def _appealable_until(self, info: Info) -> datetime | None:
-        if self.row.status not in _APPEALABLE or self.row.verdict_reason in _APPEALS:
-            return None
-        window = timedelta(seconds=info.context.settings.appeal_window_seconds)
-        return self.row.settled_at + window if self.row.settled_at is not None else None
+        return appealable_until(self.row, info.context.settings.appeal_window_seconds)

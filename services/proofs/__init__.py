@@ -4,6 +4,7 @@ integration.py for activities other services report), the decode gate media go t
 
 from __future__ import annotations
 
+from services.proofs.appeals import appealable_until
 from services.proofs.avoid import LocationReport, report_locations
 from services.proofs.decode_gate import DecodeGate
 from services.proofs.gps import CheckIn, check_in
@@ -37,6 +38,7 @@ __all__ = [
     "LocationReport",
     "MediaPolicy",
     "MediaUpload",
+    "appealable_until",
     "check_in",
     "connect_integration",
     "decide_review",

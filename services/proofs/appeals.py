@@ -17,6 +17,7 @@ from models import (
     Task,
     TaskInstance,
     User,
+    VerdictReason,
     Verification,
     VerificationMethod,
     VerificationStatus,
@@ -40,6 +41,17 @@ APPEALABLE_REASONS = frozenset(
     }
 )
 APPEALABLE_STATUSES = (InstanceStatus.MISSED, InstanceStatus.REJECTED)
+
+
+def appealable_until(instance: TaskInstance, window_seconds: int) -> datetime | None:
+    """Until when the owner may appeal the settled instance (a verdict's appealableUntil), or None: only a
+    MISSED instance not appealed yet (a REJECTED one was decided by a partner, a review's timeout or its
+    samples, none of them an automated rejection of a proof)."""
+    if instance.status is not InstanceStatus.MISSED or instance.settled_at is None:
+        return None
+    if instance.verdict_reason is VerdictReason.APPEAL_DENIED:
+        return None
+    return instance.settled_at + timedelta(seconds=window_seconds)
 
 
 async def _appealed_instance(

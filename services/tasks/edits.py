@@ -4,7 +4,8 @@ came due) goes through these, inside the caller's transaction with the task row 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from tortoise.expressions import F
 from tortoise.queryset import QuerySet
@@ -90,6 +91,7 @@ async def replan_all(replans: list[Replan], now: datetime, timing: ChainTiming) 
     statements. The task's other columns are the caller's to save."""
     if not replans:
         return
+    floors = await _served_walls(replans)
     for r in replans:
         task, schedule = r.task, r.schedule
         task.starts_at, task.rrule, task.timezone = schedule.starts_at, schedule.rrule, schedule.timezone
@@ -110,11 +112,36 @@ async def replan_all(replans: list[Replan], now: datetime, timing: ChainTiming) 
             r.task.state = TaskState.ACTIVE  # a new schedule revives a task whose old rule ran out
     await Task.bulk_update(tasks, fields=_SCHEDULE_COLUMNS)
     plans = [
-        NextPlan(r.task, before(r.task.starts_at), r.due)
+        NextPlan(r.task, max(before(r.task.starts_at), floors.get(str(r.task.id), MIN_INSTANT)), r.due)
         for r in replans
         if r.task.state is TaskState.ACTIVE and str(r.task.id) not in kept
     ]
     await plan_next_instances(plans, now=now, timing=timing)
+
+
+MIN_INSTANT = datetime.min.replace(tzinfo=UTC)
+_SERVED = (InstanceStatus.VERIFIED, InstanceStatus.MISSED, InstanceStatus.REJECTED, InstanceStatus.EXCUSED)
+
+
+async def _served_walls(replans: list[Replan]) -> dict[str, datetime]:
+    """Of the tasks whose zone changes, the wall time their chain has served, read in the new zone: the
+    next instance comes after it. A move keeps wall times, so an occurrence proved at 07:00 in Berlin is
+    not owed again at 07:00 the same day in New York (moving east loses the hours, as the clock does).
+    One read by primary key order per moving task (a zone changes rarely), none when no zone changes."""
+    floors: dict[str, datetime] = {}
+    for r in replans:
+        if r.schedule.timezone == r.task.timezone:
+            continue
+        latest = (
+            await TaskInstance.filter(task_id=r.task.id, status__in=_SERVED)
+            .order_by("-seq")
+            .first()
+            .values_list("due_at", flat=True)
+        )
+        if isinstance(latest, datetime):
+            wall = latest.astimezone(ZoneInfo(r.task.timezone)).replace(tzinfo=None)
+            floors[str(r.task.id)] = wall.replace(tzinfo=ZoneInfo(r.schedule.timezone)).astimezone(UTC)
+    return floors
 
 
 async def holding_evidence(tasks: list[Task]) -> dict[str, str]:

@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from harness.proofloop import ApiClient, GraphQLFailure, partner_pair
+from harness.proofloop import ApiClient, GraphQLFailure, partner_pair, task_rules
+from tests.support.proofs_gps import check_in
 
 ME = "query { me { displayName timezone } }"
 TASK_FIELDS = """id schedule { startsAt timezone } currentInstance { dueAt }
@@ -181,3 +182,27 @@ async def test_concurrent_copies_move_each_task_once(api: ApiClient) -> None:
         now = (await api.execute(TASK, {"id": task["id"]}, token=token))["task"]
         assert now["schedule"]["timezone"] == NEW_YORK
         assert wall(now["schedule"]["startsAt"], NEW_YORK) == (7, 0)  # moved once, not shifted twice
+
+
+async def test_an_occurrence_proved_before_a_move_west_is_not_owed_again_the_same_day(api: ApiClient) -> None:
+    # proved at its Berlin wall time; New York's same wall time that day is still six hours ahead: a move
+    # keeps wall times, so the chain goes on from the next day there, not from that day a second time
+    token, _ = await api.register(timezone=BERLIN)
+    soon = (datetime.now(ZoneInfo(BERLIN)) + timedelta(minutes=2)).replace(second=0, microsecond=0)
+    schedule = {"startsAt": soon.isoformat(), "rrule": "FREQ=DAILY", "windowSeconds": 3600}
+    gym = await create(
+        api, token, {"title": "Gym", "method": "GPS", "schedule": schedule, **task_rules("GPS")}
+    )
+    current = "query($id: ID!) { task(id: $id) { currentInstance { id } } }"
+    instance_id = (await api.execute(current, {"id": gym["id"]}, token=token))["task"]["currentInstance"][
+        "id"
+    ]
+    proof = await check_in(api, token, instance_id)
+    assert proof["status"] == "ACCEPTED"
+
+    moved = await profile(api, token, tz=NEW_YORK, move=True)
+
+    (task,) = moved["movedTasks"]
+    due = instant(task["currentInstance"]["dueAt"]).astimezone(ZoneInfo(NEW_YORK))
+    assert (due.hour, due.minute) == (soon.hour, soon.minute)  # the wall time kept
+    assert due.date() == soon.date() + timedelta(days=1)  # the day after the one proved

@@ -67,7 +67,7 @@ async def test_a_worker_stopped_across_occurrences_leaves_them_excused_and_the_o
 
                 async def first_settled() -> bool:
                     read = await _read(api, owner_token, task["id"])
-                    return _oldest_first(read)[0]["status"] != "PENDING"
+                    return bool(_oldest_first(read)[0]["status"] != "PENDING")
 
                 await eventually(first_settled, 30, "the first instance settled once a worker runs")
                 read = await _read(api, owner_token, task["id"])

@@ -41,7 +41,10 @@ from tests.support.reviews import request_review, review
 
 UTC_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$")
 ZONE = "Asia/Kolkata"  # +05:30: an offset no UTC rendering could pass for
-INSTANCE = "__typename id opensAt dueAt closesAt reviewDeadline settledAt"
+INSTANCE = (
+    "__typename id opensAt dueAt closesAt reviewDeadline settledAt"
+    " verdict { __typename settledAt appealableUntil }"
+)
 VERIFICATION = f"__typename id submittedAt decidedAt instance {{ {INSTANCE} }}"
 TASK = f"""query($id: ID!) {{ task(id: $id) {{
   __typename createdAt upcoming(first: 3)
@@ -288,6 +291,8 @@ async def test_every_datetime_the_api_returns_is_utc_with_a_z(
     )
     read_datetimes(await api.execute(deleting, token=leaving), wanted, found)
     await read_proof_and_break_instants(api, stamped_server, owner, wanted, found)
+    # every task's events, the one-off's MISSED long settled: its verdict may be appealed until a moment
+    read_datetimes(await api.execute(EVENTS, {"task": None}, token=owner), wanted, found)
 
     assert {
         "Task.upcoming",

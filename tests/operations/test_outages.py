@@ -36,6 +36,14 @@ async def test_refused_and_timed_out_database_calls_are_the_database() -> None:
     assert unreachable(slow) == "database"
     closed = await _database_error(lambda: connection.fetchval("SELECT 1"))
     assert unreachable(closed) == "database"
+    # the server's statement timeout, as every statement queued behind a paused PostgreSQL meets it
+    connection = await asyncpg.connect(PG_URL, server_settings={"statement_timeout": "100"})
+    try:
+        canceled = await _database_error(lambda: connection.execute("SELECT pg_sleep(2)"))
+    finally:
+        await connection.close()
+    assert isinstance(canceled, asyncpg.QueryCanceledError)
+    assert unreachable(canceled) == "database"
 
 
 @pytest.mark.unit

@@ -42,6 +42,9 @@ REVIEW = """mutation($id: ID!, $approve: Boolean!) {
 
 
 INSTANCE = "query($id: ID!) { instance(id: $id) { status } }"
+VERDICT = """query($id: ID!) { instance(id: $id) {
+  verdict { outcome reason appealableUntil isFinal proofs { id } reviewer { id } }
+} }"""
 
 
 async def appeal(api: ApiClient, token: str, **ids: str | None) -> dict[str, Any]:
@@ -54,6 +57,13 @@ async def refused(api: ApiClient, token: str, **ids: str | None) -> tuple[str, s
     with pytest.raises(GraphQLFailure) as failure:
         await appeal(api, token, **ids)
     return failure.value.code, failure.value.field
+
+
+async def verdict_of(api: ApiClient, token: str, instance_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = (await api.execute(VERDICT, {"id": instance_id}, token=token))["instance"][
+        "verdict"
+    ]
+    return found
 
 
 async def status_of(api: ApiClient, token: str, instance_id: str) -> str:
@@ -79,7 +89,7 @@ async def settle(deployment: Deployment, instance_id: str, status: str, hours_ag
 
 @both_backends
 async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_chain(api: ApiClient) -> None:
-    owner, _, partner, _ = await partner_pair(api)
+    owner, _, partner, partner_id = await partner_pair(api)
     stranger, _ = await api.register()
     task_id, instance_id, rejected = await act_before_deadline(
         api, owner, "GPS", lambda instance: check_in(api, owner, instance, MUNICH)
@@ -92,6 +102,14 @@ async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_ch
     await eventually(missed, 20, "the worker settled the instance MISSED at its deadline")
     before = (await api.execute(TASK, {"id": task_id}, token=owner))["task"]
     assert before["currentInstance"]["id"] != instance_id and before["streak"] == 0
+    missed_verdict = await verdict_of(api, partner, instance_id)
+    # the deadline decided it, not the rejected check-in: appealable for the window
+    assert (missed_verdict["outcome"], missed_verdict["reason"], missed_verdict["proofs"]) == (
+        "MISSED",
+        "NO_PROOF",
+        [],
+    )
+    assert missed_verdict["appealableUntil"] is not None and missed_verdict["isFinal"] is False
 
     assert await refused(api, stranger, verification=rejected["id"]) == ("NOT_FOUND", None)
     assert (await refused(api, partner, verification=rejected["id"]))[0] == "FORBIDDEN"
@@ -114,6 +132,13 @@ async def test_an_upheld_appeal_verifies_a_missed_instance_without_moving_the_ch
     # the next instance stays as planned; the streak and progress read the new outcome
     assert after["currentInstance"] == before["currentInstance"]
     assert (after["streak"], after["progress"]["r"]) == (1, 1.0)
+    upheld = await verdict_of(api, owner, instance_id)
+    assert (upheld["outcome"], upheld["reason"], upheld["proofs"]) == (
+        "VERIFIED",
+        "APPEAL_UPHELD",
+        [{"id": review["id"]}],
+    )
+    assert upheld["reviewer"] == {"id": partner_id} and upheld["isFinal"] is True
     assert (await refused(api, owner, instance=instance_id))[0] == "CONFLICT"
     # a partner's decision is no automated rejection; a stranger learns nothing of it
     assert (await refused(api, owner, verification=review["id"]))[0] == "CONFLICT"
@@ -159,6 +184,13 @@ async def test_the_window_what_may_be_appealed_and_a_denied_appeal(
     )
     assert (await refused(api, owner, instance=recent))[0] == "CONFLICT"
     assert (await event_types(api, owner, recent))[-2:] == ["APPEAL_REQUESTED", "APPEAL_DECIDED"]
+    denied = await verdict_of(api, owner, recent)
+    assert (denied["outcome"], denied["reason"], denied["proofs"]) == (
+        "MISSED",
+        "APPEAL_DENIED",
+        [{"id": review["id"]}],
+    )
+    assert (denied["appealableUntil"], denied["isFinal"]) == (None, True)  # one appeal per instance
 
 
 @both_backends

@@ -75,6 +75,19 @@ def test_nonexistent_wall_time_moves_forward_by_the_gap() -> None:
     assert got[1] == datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
 
 
+def test_a_rule_whose_every_wall_time_falls_in_a_gap_moves_each_forward() -> None:
+    # 02:30 on the last Sunday of March never exists in Berlin: each year's occurrence is 03:30+02:00
+    # (RFC 5545 3.3.5), and the walk yields it without waiting for a wall time that exists
+    rule = "FREQ=YEARLY;BYMONTH=3;BYDAY=-1SU;BYHOUR=2;BYMINUTE=30"
+    start = datetime(2026, 3, 29, 3, 30, tzinfo=BERLIN)
+    validate_schedule(schedule(rule, start), min_interval_seconds=60)
+    assert walls(upcoming(schedule(rule, start), 3), BERLIN) == [
+        "2026-03-29 03:30+0200",
+        "2027-03-28 03:30+0200",
+        "2028-03-26 03:30+0200",
+    ]
+
+
 def test_a_proposal_a_gap_moved_off_its_own_grid_is_passed_over() -> None:
     # every 4 hours from 22:45, at 02:xx: 02:45 on the spring-forward night moves to 03:45, but as startsAt
     # 03:45 would anchor the grid on 03, 07, 11...: the proposal is the next night's 02:45, which holds
