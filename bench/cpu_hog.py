@@ -10,17 +10,13 @@ this way: a test that passes only on a quiet machine fails here first.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import subprocess
 import sys
 import threading
 import time
 
-
-def _spin() -> None:
-    while True:
-        pass
+from harness.cpu_load import spinning
 
 
 def _sample_load(samples: list[float], stop: threading.Event) -> None:
@@ -37,25 +33,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = [part for part in args.command if part != "--"] or ["make", "test"]
 
-    hogs = [
-        multiprocessing.Process(target=_spin, daemon=True)
-        for _ in range((os.cpu_count() or 1) * args.per_core)
-    ]
-    for hog in hogs:
-        hog.start()
     samples: list[float] = []
     stop = threading.Event()
     sampler = threading.Thread(target=_sample_load, args=(samples, stop), daemon=True)
     sampler.start()
     started = time.monotonic()
     try:
-        status = subprocess.call(command)
+        with spinning(args.per_core):
+            status = subprocess.call(command)
     finally:
         stop.set()
-        for hog in hogs:
-            hog.terminate()
-        for hog in hogs:
-            hog.join()
     elapsed = time.monotonic() - started
     load = (
         f"load average mean {sum(samples) / len(samples):.1f}, max {max(samples):.1f}"
@@ -63,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         else "load n/a"
     )
     print(
-        f"cpu_hog: {len(hogs)} spinning processes; {' '.join(command)} exited {status} in {elapsed:.0f} s; {load}"
+        f"cpu_hog: {(os.cpu_count() or 1) * args.per_core} spinning processes; {' '.join(command)} exited {status} in {elapsed:.0f} s; {load}"
     )
     return status
 

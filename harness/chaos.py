@@ -256,14 +256,14 @@ class ChaosRun:
         await self.inject(fault)
         await asyncio.sleep(self.shape.after)
         watch_end = await self._now()
-        async with self._db() as db:
+        async with self.connection() as db:
             await self._caught_up(db, watch_end)
             outcome = await self._check(db, fault, fault_at, watch_end)
         await self._check_processes(outcome, fault, api_pid, worker_pid)
         outcome.dead_letters_dropped = await asyncio.to_thread(
             self.worker_metric, "proofloop_dead_letters_total", 'kept="no"'
         )
-        async with self._db() as db:
+        async with self.connection() as db:
             await self._check_live(db, outcome)
         return outcome
 
@@ -280,7 +280,7 @@ class ChaosRun:
             await self.stop_burst()
 
     @contextlib.asynccontextmanager
-    async def _db(self) -> AsyncIterator[asyncpg.Connection]:
+    async def connection(self) -> AsyncIterator[asyncpg.Connection]:
         """A connection of the checker's own, opened anew each time: a fault may have closed the last."""
         deadline = time.monotonic() + 30
         while True:
@@ -297,7 +297,7 @@ class ChaosRun:
             await conn.close()
 
     async def _now(self) -> datetime:
-        async with self._db() as db:
+        async with self.connection() as db:
             return await _db_now(db)
 
     def _pids(self) -> tuple[int, int]:

@@ -69,9 +69,6 @@ def _one_unreachable(error: BaseException) -> Dependency | None:
         return "database"
     if isinstance(error, asyncpg.AdminShutdownError | asyncpg.CrashShutdownError):
         return "database"
-    if isinstance(error, asyncpg.QueryCanceledError):
-        # the server's statement timeout: the statement failed, as after a pause it does for every one queued
-        return "database"
     if isinstance(error, asyncpg.InterfaceError) and "closed" in str(error):
         return "database"
     if isinstance(error, redis.ConnectionError | redis.TimeoutError | BrokerConnectionError):
@@ -161,6 +158,41 @@ class Outage:
 _OUTAGES: dict[Dependency, Outage] = {dependency: Outage(dependency) for dependency in DEPENDENCIES}
 
 
+def cancelled_at_timeout(error: BaseException) -> bool:
+    """Whether `error` is a statement the server cancelled at its statement timeout: slowness (a loaded
+    machine, the statements queued behind a paused PostgreSQL), never an outage by itself, since declaring
+    one refuses every request while the database may be healthy."""
+    return any(isinstance(link, asyncpg.QueryCanceledError) for link in _chain(error))
+
+
+class SlowStatements:
+    """Statements cancelled at the statement timeout, as the log tells them: a line when the first comes,
+    then at most one every REPORT_SECONDS with the count since the last, never a traceback each."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._since_line: Counter[str] = Counter()
+        self._line_at: float | None = None
+
+    def cancelled(self, operation: str) -> None:
+        with self._lock:
+            now = self._clock()
+            self._since_line[operation] += 1
+            if self._line_at is not None and now - self._line_at < REPORT_SECONDS:
+                return
+            log.warning(
+                "%d statements cancelled at the statement timeout (%s); the operations are retried",
+                self._since_line.total(),
+                ", ".join(f"{name} {n}" for name, n in self._since_line.most_common()),
+            )
+            self._line_at = now
+            self._since_line.clear()
+
+
+_SLOW = SlowStatements()
+
+
 def outage(dependency: Dependency) -> Outage:
     return _OUTAGES[dependency]
 
@@ -195,6 +227,10 @@ class CountedAsOutage(logging.Filter):
             actor = getattr(args[0], "actor_name", None) if args else None
             outage(dependency).failed(str(actor or record.name), error)
             return False
+        if error is not None and cancelled_at_timeout(error):
+            actor = getattr(args[0], "actor_name", None) if args else None
+            _SLOW.cancelled(str(actor or record.name))
+            return False
         repeated = any(
             record.name.startswith(name) and str(record.msg).startswith(starts)
             for name, starts in _REPEATED_DURING_OUTAGES.items()
@@ -220,5 +256,7 @@ def report_failure(
     dependency = unreachable(error)
     if dependency is not None:
         outage(dependency).failed(operation, error)
+    elif cancelled_at_timeout(error):
+        _SLOW.cancelled(operation)
     else:
         logger.log(level, message, *args, exc_info=error, extra=extra)

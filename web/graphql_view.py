@@ -44,7 +44,6 @@ from schema.context import Context, mutation_started
 from schema.errors import UNAVAILABLE, unavailable, unavailable_after
 from schema.parse_cache import is_subscription, mutation_fields
 from services.accounts import bearer_token
-from services.idempotency import KeyPolicy
 from services.kit import Conflict, ServiceUnavailable, Unauthenticated
 from settings import Settings
 from web import idempotency
@@ -190,12 +189,7 @@ class ProofloopGraphQL(GraphQL[Context, None]):
         self.origins = origins
         self.trusted_documents = trusted_documents
         self._abandoned: set[asyncio.Future[Response]] = set()  # runs answered for, held until they end
-        self.idempotency = KeyPolicy(
-            keep_seconds=settings.idempotency_key_seconds,
-            lease_seconds=settings.idempotency_lease_seconds,
-            wait_seconds=settings.idempotency_wait_seconds,
-            max_answer_bytes=settings.idempotency_max_answer_bytes,
-        )
+        self.idempotency = idempotency.key_policy(settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
@@ -239,9 +233,8 @@ class ProofloopGraphQL(GraphQL[Context, None]):
             )
         except idempotency.KeyReused:
             log.info("client error BAD_USER_INPUT %s", {"field": idempotency.KEY_FIELD, "status": 422})
-            message = "this Idempotency-Key was first used with another request: send a new key"
             return error_response(
-                422, "BAD_USER_INPUT", message, field=idempotency.KEY_FIELD, media_type=media_type
+                422, "BAD_USER_INPUT", idempotency.REUSED, field=idempotency.KEY_FIELD, media_type=media_type
             )
         except Conflict as busy:
             log.info("client error CONFLICT %s", {"field": idempotency.KEY_FIELD, "status": 409})

@@ -20,7 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from cross_web import HTTPException
 from starlette.datastructures import UploadFile
@@ -41,10 +42,12 @@ from services.idempotency import (
     release_key,
 )
 from services.kit import Conflict, Unauthenticated
+from settings import Settings
 
 log = logging.getLogger("proofloop.graphql")
 
 HEADER = "idempotency-key"
+WS_EXTENSION = "idempotencyKey"  # a websocket's subscribe frame carries the key in payload.extensions
 REPLAYED = "idempotent-replayed"
 MAX_KEY_LENGTH = 255
 KEY_FIELD = "idempotency-key"
@@ -62,9 +65,21 @@ class KeyBusy(Conflict):
         self.retry_after = retry_after
 
 
+def key_policy(settings: Settings) -> KeyPolicy:
+    """How long keys and answers are kept and how long a copy waits for the first (HTTP and websockets)."""
+    return KeyPolicy(
+        keep_seconds=settings.idempotency_key_seconds,
+        lease_seconds=settings.idempotency_lease_seconds,
+        wait_seconds=settings.idempotency_wait_seconds,
+        max_answer_bytes=settings.idempotency_max_answer_bytes,
+    )
+
+
 def parse_key(header: str) -> str:
     """The key of an `Idempotency-Key` value: 1 to 255 visible ASCII characters, bare or as a quoted string
     (the draft's structured-field form)."""
+    if not isinstance(header, str):
+        raise HTTPException(400, f"an idempotency key is a string of 1 to {MAX_KEY_LENGTH} characters")
     key = header.strip()
     if len(key) >= 2 and key[0] == key[-1] == '"':
         key = key[1:-1]
@@ -95,9 +110,20 @@ async def fingerprint(request: Request) -> tuple[str, dict[str, object]] | None:
         return None
     if fields is None:
         return None
-    asked = {k: fields.get(k) for k in ("query", "operationName", "variables", "extensions", "documentId")}
+    return asked_digest(fields, digest), fields
+
+
+def asked_digest(fields: Mapping[str, object], digest: Any = None) -> str:
+    """The sha256 of what a GraphQL request asks (after its files' digests, on HTTP): the same request gives
+    the same digest on HTTP and on a websocket, whose `extensions` carry the key itself (left out here)."""
+    digest = digest if digest is not None else hashlib.sha256()
+    extensions = fields.get("extensions")
+    if isinstance(extensions, dict):
+        extensions = {k: v for k, v in extensions.items() if k != WS_EXTENSION} or None
+    asked = {k: fields.get(k) for k in ("query", "operationName", "variables", "documentId")}
+    asked["extensions"] = extensions
     digest.update(json.dumps(asked, sort_keys=True, separators=(",", ":")).encode())
-    return digest.hexdigest(), fields
+    return str(digest.hexdigest())
 
 
 def _object(text: str | bytes) -> dict[str, object] | None:
@@ -187,13 +213,17 @@ async def _run_claimed(
     return response
 
 
+NOT_KEPT = (
+    "the answer to this Idempotency-Key was not kept (it was larger than "
+    "PROOFLOOP_IDEMPOTENCY_MAX_ANSWER_BYTES, or held a secret shown only once); the mutation ran once: read "
+    "its outcome"
+)
+REUSED = "this Idempotency-Key was first used with another request: send a new key"
+
+
 def _replayed(kept: Answer) -> Response:
     if kept.body is None:
-        raise Conflict(
-            "the answer to this Idempotency-Key was not kept (it was larger than "
-            "PROOFLOOP_IDEMPOTENCY_MAX_ANSWER_BYTES, or held a secret shown only once); the mutation ran "
-            "once: read its outcome"
-        )
+        raise Conflict(NOT_KEPT)
     response = Response(kept.body, status_code=kept.status_code, media_type=kept.media_type)
     if kept.retry_after is not None:
         response.headers["retry-after"] = kept.retry_after

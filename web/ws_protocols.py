@@ -11,9 +11,11 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from cross_web import HTTPException
 from graphql import GraphQLFormattedError
 from strawberry.http.exceptions import NonJsonMessageReceived, NonTextMessageReceived, WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -26,11 +28,21 @@ from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWS
 from strawberry.subscriptions.protocols.graphql_ws.types import ErrorMessage, OperationMessage
 from strawberry.types.execution import ExecutionResult, PreExecutionError
 
-from observability.outages import outage
+from observability.outages import outage, report_failure
 from schema.context import Context
-from schema.errors import unavailable
+from schema.errors import unavailable, unavailable_after
 from schema.live_subscriptions import HandedOff
-from schema.parse_cache import is_subscription
+from schema.parse_cache import is_subscription, mutation_fields
+from services.idempotency import (
+    Answer,
+    Busy,
+    Claimed,
+    Mismatch,
+    claim_key,
+    finish_key,
+    release_key,
+)
+from web import idempotency
 from web.live_sender import LiveSender, StreamKey
 from web.persisted_documents import DocumentRefused, TrustedDocuments, apollo_hash, persisted_id
 
@@ -157,11 +169,44 @@ def _nothing() -> None:
     pass
 
 
+def _next_payload(result: ExecutionResult) -> dict[str, Any]:
+    """The `next` payload Operation.send_next sends for `result`."""
+    payload: dict[str, Any] = {"data": result.data}
+    if result.errors:
+        payload["errors"] = [error.formatted for error in result.errors]
+    if result.extensions:
+        payload["extensions"] = result.extensions
+    return payload
+
+
+@dataclass
+class _KeyedRun:
+    """A mutation run under its Idempotency-Key: the claim, and the answer it sent (kept once it ends)."""
+
+    claim: Claimed
+    keep_body: bool
+    answer: dict[str, Any] | None = None  # the `next` payload, once sent: the mutation ran
+
+
+# _claim_key's answer for an operation the key does not apply to (a query, an anonymous socket)
+_UNKEYED = object()
+
+
+def _key_error(operation_id: str, code: str, message: str, **extensions: object) -> Any:
+    return {
+        "id": operation_id,
+        "type": "error",
+        "payload": [{"message": message, "extensions": {"code": code, **extensions}}],
+    }
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     quota_refusal_logged = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._keys: dict[str, tuple[str, str]] = {}  # operation id -> (its Idempotency-Key, the digest)
+        self._keyed: dict[str, _KeyedRun] = {}
         self._admissions: dict[Operation[Context, None], Release] = {}
         self._sender: LiveSender | None = None  # made when the first subscription is handed off
         self.context.hands_off_live = self.context.settings.subscription_path == "socket"
@@ -176,7 +221,80 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         operation.task.add_done_callback(lambda _: self._admissions.pop(operation, _nothing)())
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
-        """Strawberry's, but a subscription handed off by its resolver goes on in the socket's sender."""
+        """Strawberry's, but a subscription handed off by its resolver goes on in the socket's sender, and a
+        mutation with an Idempotency-Key (payload.extensions.idempotencyKey) runs once (web/idempotency.py):
+        a retry gets the first answer, marked `extensions.idempotentReplayed`."""
+        keyed: _KeyedRun | None = None
+        if (asked := self._keys.pop(operation.id, None)) is not None:
+            claimed = await self._claim_key(operation, *asked)
+            if claimed is None:
+                return  # answered from the key: a replay or a refusal
+            if isinstance(claimed, _KeyedRun):
+                keyed = self._keyed[operation.id] = claimed
+        try:
+            await self._run_operation(operation)
+        finally:
+            if keyed is not None:
+                self._keyed.pop(operation.id, None)
+                await self._keep_answer(keyed)
+
+    async def _claim_key(self, operation: Operation[Context, None], key: str, digest: str) -> Any:
+        """Claim the key for this mutation: a _KeyedRun to run it under, None when the key answered (the
+        first answer replayed, or a refusal sent), _UNKEYED when the key does not apply."""
+        session = self.context.session
+        documents = self.context.resources.documents
+        fields = await mutation_fields(operation.query, operation.operation_name, documents)
+        if session is None or fields is None:
+            return _UNKEYED
+        policy = idempotency.key_policy(self.context.settings)
+        try:
+            claim = await claim_key(str(session.user.id), key, digest, policy)
+        except Exception as exc:
+            if (refused := unavailable_after(exc, "idempotency key")) is None:
+                raise
+            await operation.send_operation_message(
+                _key_error(
+                    operation.id, refused.code, refused.message, retryAfterSeconds=refused.retry_after_seconds
+                )
+            )
+            return None
+        if isinstance(claim, Claimed):
+            return _KeyedRun(claim, keep_body=not fields & idempotency.SHOWN_ONCE)
+        if isinstance(claim, Mismatch):
+            refusal = _key_error(
+                operation.id, "BAD_USER_INPUT", idempotency.REUSED, field=idempotency.WS_EXTENSION
+            )
+        elif isinstance(claim, Busy):
+            retry = max(1, round(policy.wait_seconds))
+            message = f"a request with this Idempotency-Key is still running; retry in {retry} s"
+            refusal = _key_error(operation.id, "CONFLICT", message, retryAfterSeconds=retry)
+        elif claim.body is None:
+            refusal = _key_error(operation.id, "CONFLICT", idempotency.NOT_KEPT)
+        else:
+            replayed = json.loads(claim.body)
+            replayed["extensions"] = {**(replayed.get("extensions") or {}), "idempotentReplayed": True}
+            await operation.send_operation_message({"id": operation.id, "type": "next", "payload": replayed})
+            await operation.send_operation_message({"id": operation.id, "type": "complete"})
+            return None
+        await operation.send_operation_message(refusal)
+        return None
+
+    async def _keep_answer(self, keyed: _KeyedRun) -> None:
+        """The first answer kept for the key; the key given back when nothing ran (refused before the
+        mutation started: a retry must run)."""
+        policy = idempotency.key_policy(self.context.settings)
+        try:
+            if keyed.answer is None:
+                await release_key(keyed.claim)
+                return
+            body = json.dumps(keyed.answer).encode()
+            kept = Answer(200, "application/json", None, body if keyed.keep_body else None)
+            await finish_key(keyed.claim, kept, policy)
+        except Exception as exc:
+            # the answer sent is still the truth; a retry after the lease runs again (docs/api.md)
+            report_failure(log, "idempotency key", exc, "keeping the answer of an Idempotency-Key failed")
+
+    async def _run_operation(self, operation: Operation[Context, None]) -> None:
         try:
             result_source = await self.schema.stream(
                 operation.query,
@@ -219,6 +337,8 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             if not isinstance(result, ExecutionResult):
                 await self._reject_incremental_delivery(operation)
                 return
+            if first and (keyed := self._keyed.get(operation.id)) is not None:
+                keyed.answer = _next_payload(result)
             await operation.send_next(result)
             first = False
 
@@ -235,6 +355,19 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         )
         self._sender.park(operation.id, handed, key, self._admissions.pop(operation, None))
         operation.task = None  # the finished task, its coroutines and generators go with it
+
+    def _key_of(self, message: Any) -> tuple[str, str] | str | None:
+        """(the key, the request's digest) of a subscribe frame carrying payload.extensions.idempotencyKey;
+        the refusal's message for a key that is no key; None without one."""
+        payload = message["payload"]
+        extensions = payload.get("extensions")
+        if not isinstance(extensions, dict) or idempotency.WS_EXTENSION not in extensions:
+            return None
+        try:
+            key = idempotency.parse_key(extensions[idempotency.WS_EXTENSION])
+        except HTTPException as bad:
+            return str(bad.reason)
+        return key, idempotency.asked_digest(payload)
 
     def _forget_operation(self, operation_id: str) -> None:
         self.operations.pop(operation_id, None)
@@ -278,8 +411,17 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             if refusal := _unavailable():
                 await self.send_message({"id": message["id"], "type": "error", "payload": [refusal]})
                 return
+            if (keyed := self._key_of(message)) is not None:
+                if isinstance(keyed, str):
+                    bad_key = _key_error(
+                        message["id"], "BAD_USER_INPUT", keyed, field=idempotency.WS_EXTENSION
+                    )
+                    await self.send_message(bad_key)
+                    return
+                self._keys[message["id"]] = keyed
             admitted = await _admit(self, message["payload"])
             if isinstance(admitted, dict):
+                self._keys.pop(message["id"], None)
                 await self.send_message({"id": message["id"], "type": "error", "payload": [admitted]})
                 await asyncio.sleep(0)  # a flood of refused frames lets the loop serve others in between
                 return

@@ -5,12 +5,14 @@ and anonymous requests ignore it; a key past its keeping time runs again; bad ke
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+import websockets
 
 from harness.media_factory import photo
 from harness.proofloop import GraphQLFailure, create_open_task, file_var, local_http, open_schedule
@@ -197,3 +199,57 @@ async def test_a_request_refused_before_it_ran_gives_its_key_back(running: Deplo
     assert meant.json()["data"]["createTask"]["id"], meant.text
     assert "idempotent-replayed" not in meant.headers
     assert await task_count(running, token) == 1
+
+
+async def ws_mutation(
+    url: str, token: str, document: str, variables: dict[str, Any], key: str | None
+) -> list[dict[str, Any]]:
+    """The frames a graphql-transport-ws socket answers one operation with (its `next`s, then `complete`
+    or its `error`), the key in payload.extensions as graphql-ws clients send extensions."""
+    payload: dict[str, Any] = {"query": document, "variables": variables}
+    if key is not None:
+        payload["extensions"] = {"idempotencyKey": key}
+    uri = url.replace("http://", "ws://") + "/graphql"
+    async with websockets.connect(uri, subprotocols=[websockets.Subprotocol("graphql-transport-ws")]) as ws:
+        await ws.send(
+            json.dumps({"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}})
+        )
+        assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "connection_ack"
+        await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+        frames: list[dict[str, Any]] = []
+        while not frames or frames[-1]["type"] not in ("complete", "error"):
+            frames.append(json.loads(await asyncio.wait_for(ws.recv(), 20)))
+        return frames
+
+
+@pytest.mark.both_backends
+async def test_a_mutation_over_a_websocket_runs_once_by_its_key_and_replays_on_http_too(
+    running: Deployment,
+) -> None:
+    token, _ = await running.client().register()
+    key = str(uuid.uuid4())
+    same = {"input": task_input()}
+    first = await ws_mutation(running.url, token, CREATE, same, key)
+    again = await ws_mutation(running.url, token, CREATE, same, key)
+    assert [f["type"] for f in first] == [f["type"] for f in again] == ["next", "complete"], (first, again)
+    assert "extensions" not in first[0]["payload"]
+    assert again[0]["payload"]["extensions"] == {"idempotentReplayed": True}
+    assert again[0]["payload"]["data"] == first[0]["payload"]["data"]
+    # one request, one key, whichever transport: the same request over HTTP with the key is a replay
+    async with local_http(base_url=running.url) as http:
+        over_http = await post(http, token, key, CREATE, same)
+    assert over_http.headers.get("idempotent-replayed") == "true", over_http.text
+    assert over_http.json()["data"] == first[0]["payload"]["data"]
+    assert await task_count(running, token) == 1
+
+    other = await ws_mutation(running.url, token, CREATE, {"input": task_input("Other")}, key)
+    assert other[-1]["type"] == "error"
+    assert other[-1]["payload"][0]["extensions"] == {"code": "BAD_USER_INPUT", "field": "idempotencyKey"}
+    bad = await ws_mutation(running.url, token, CREATE, same, "a key with spaces")
+    assert bad[-1]["type"] == "error" and bad[-1]["payload"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    # a query ignores the key; an unkeyed mutation runs as ever
+    assert (await ws_mutation(running.url, token, TASKS, {}, key))[0]["payload"]["data"]["tasks"][
+        "totalCount"
+    ] == 1
+    await ws_mutation(running.url, token, CREATE, {"input": task_input("Unkeyed")}, None)
+    assert await task_count(running, token) == 2

@@ -10,7 +10,15 @@ import pytest
 import redis.asyncio as aioredis
 
 from harness.proofloop import free_port
-from observability.outages import REPORT_SECONDS, CountedAsOutage, Outage, report_failure, unreachable
+from observability.outages import (
+    REPORT_SECONDS,
+    CountedAsOutage,
+    Outage,
+    SlowStatements,
+    cancelled_at_timeout,
+    report_failure,
+    unreachable,
+)
 
 PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
@@ -36,14 +44,15 @@ async def test_refused_and_timed_out_database_calls_are_the_database() -> None:
     assert unreachable(slow) == "database"
     closed = await _database_error(lambda: connection.fetchval("SELECT 1"))
     assert unreachable(closed) == "database"
-    # the server's statement timeout, as every statement queued behind a paused PostgreSQL meets it
+    # the server's statement timeout, as every statement queued behind a paused PostgreSQL meets it: slow,
+    # not down (declaring an outage would refuse every request while the database is healthy)
     connection = await asyncpg.connect(PG_URL, server_settings={"statement_timeout": "100"})
     try:
         canceled = await _database_error(lambda: connection.execute("SELECT pg_sleep(2)"))
     finally:
         await connection.close()
     assert isinstance(canceled, asyncpg.QueryCanceledError)
-    assert unreachable(canceled) == "database"
+    assert unreachable(canceled) is None and cancelled_at_timeout(canceled)
 
 
 @pytest.mark.unit
@@ -91,6 +100,27 @@ async def test_an_outage_is_a_start_a_count_and_an_end(caplog: pytest.LogCapture
     assert not db.down
     bug = [r for r in caplog.records if r.name == "proofloop.test"]
     assert len(bug) == 1 and bug[0].exc_info is not None  # anything else keeps its traceback
+
+
+@pytest.mark.unit
+def test_statements_cancelled_at_the_timeout_are_a_count_per_window_and_declare_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [100.0]
+    slow = SlowStatements(clock=lambda: now[0])
+    with caplog.at_level(logging.INFO):
+        for step in range(250):  # 250 over 25 s
+            now[0] = 100.0 + step * 0.1
+            slow.cancelled("chain.fire" if step % 5 else "pump tick")
+    lines = [r.getMessage() for r in caplog.records if r.name == "proofloop.outage"]
+    assert (
+        lines[0]
+        == "1 statements cancelled at the statement timeout (pump tick 1); the operations are retried"
+    )
+    assert lines[1].startswith(
+        "100 statements cancelled at the statement timeout (chain.fire 80, pump tick 20)"
+    )
+    assert len(lines) == 3 and all(r.exc_info is None for r in caplog.records)
 
 
 @pytest.mark.unit
