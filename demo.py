@@ -278,7 +278,8 @@ def create_tasks(api: Api, owner: Account) -> list[DemoTask]:
             "title": "Gym 3x a week",
             "method": "GPS",
             "gps": {"center": GYM, "radiusMeters": 100},
-            "quota": {"count": 3, "period": "WEEK"},
+            # the demo runs a week's visits in seconds: no gap between them (left out, it is 10 minutes)
+            "quota": {"count": 3, "period": "WEEK", "minGapSeconds": 0},
         },
         {
             "title": "No casino",

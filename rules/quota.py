@@ -7,7 +7,8 @@ horizon and the recurrence budget treat them alike: `boundary_rule` is the RRULE
 forward by the gap, as every wall time of a schedule does (RFC 5545 3.3.5).
 
 Counting: a proof counts if it is accepted and comes at least `min_gap_seconds` after the last counted
-one, so three photos in five minutes are not three gym visits.
+one, so three photos in five minutes are not three gym visits. A goal made without a gap gets
+`default_min_gap_seconds`: ten minutes, or less where `count` proofs need it to fit in the period.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Period(StrEnum):
 WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")  # RFC 5545's codes, Monday first as date.weekday()
 MAX_COUNT = 100  # proofs per period; more says nothing a partner could check
 MAX_MIN_GAP_SECONDS = 7 * 86400
+DEFAULT_MIN_GAP_SECONDS = 600
 # the shortest each period can be (a day with a clock change, February): the gaps between counted proofs
 # must fit in it, or the goal could never be met
 SHORTEST_SECONDS = {Period.DAY: 23 * 3600, Period.WEEK: 7 * 86400 - 3600, Period.MONTH: 28 * 86400 - 3600}
@@ -40,6 +42,12 @@ class Quota:
     period: Period
     week_start: str = "MO"  # WEEK: the day each week starts on
     min_gap_seconds: int = 0
+
+
+def default_min_gap_seconds(count: int, period: Period) -> int:
+    """The gap of a goal made without one: DEFAULT_MIN_GAP_SECONDS, or half of an even share of the
+    shortest period when `count` proofs that far apart would not fit (100 a day: 414 s)."""
+    return min(DEFAULT_MIN_GAP_SECONDS, SHORTEST_SECONDS[period] // (2 * max(count, 1)))
 
 
 def check_quota(quota: Quota, field: str) -> Quota:

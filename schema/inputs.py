@@ -10,7 +10,7 @@ from models import ReminderAnchor as ReminderAnchorRow
 from models import ReviewTimeoutPolicy as ReviewTimeoutPolicyRow
 from rules.activity import ActivityRule
 from rules.quota import MAX_COUNT as MAX_QUOTA_COUNT
-from rules.quota import Period, Quota
+from rules.quota import Period, Quota, default_min_gap_seconds
 from rules.recurrence import Schedule
 from schema.enums import QuotaPeriod, ReminderAnchor, ReviewTimeoutPolicy, VerificationMethod, Weekday
 from schema.media_rules import MediaRulesOnCreate, MediaRulesOnUpdate
@@ -136,12 +136,20 @@ class QuotaInput:
     count: int = strawberry.field(description=f"proofs per period, 1..{MAX_QUOTA_COUNT}")
     period: QuotaPeriod
     week_starts_on: Weekday = strawberry.field(default=Weekday.MONDAY, description="WEEK: the first day")
-    min_gap_seconds: int = strawberry.field(
-        default=0, description="a proof sooner than this after the last counted one does not count"
+    min_gap_seconds: int | None = strawberry.field(
+        default=None,
+        description=(
+            "a proof sooner than this after the last counted one does not count (0..604800); left out: 600, "
+            "or less where `count` proofs that far apart would not fit in the period (100 a day: 414)"
+        ),
     )
 
     def to_quota(self) -> Quota:
-        return Quota(self.count, Period(self.period.value), self.week_starts_on.value, self.min_gap_seconds)
+        period = Period(self.period.value)
+        gap = self.min_gap_seconds
+        if gap is None:
+            gap = default_min_gap_seconds(self.count, period)
+        return Quota(self.count, period, self.week_starts_on.value, gap)
 
 
 @strawberry.input

@@ -25,6 +25,22 @@ def local(value: str) -> datetime:
     return datetime.fromisoformat(value).astimezone(BERLIN_ZONE)
 
 
+async def test_a_goal_made_without_a_gap_gets_ten_minutes_or_what_its_count_fits(api: ApiClient) -> None:
+    token, _ = await api.register()
+    weekly = {**quota_task("GPS", {}), "quota": {"count": 3, "period": "WEEK"}}  # no minGapSeconds
+    task = (await api.execute(CREATE, {"input": weekly}, token=token))["createTask"]
+    assert task["quota"]["minGapSeconds"] == 600
+    week = task["currentInstance"]
+    first = (await api.execute(CHECK_IN, {"id": week["id"]}, token=token))["checkIn"]
+    again = (await api.execute(CHECK_IN, {"id": week["id"]}, token=token))["checkIn"]
+    assert (first["status"], again) == ("ACCEPTED", {"status": "REJECTED", "reason": "WITHIN_MIN_GAP"})
+    counted = (await api.execute(INSTANCE, {"id": week["id"]}, token=token))["instance"]["proofsCounted"]
+    assert counted == 1  # one gym visit, however many check-ins a minute holds
+    hundred = {**quota_task("GPS", {}), "quota": {"count": 100, "period": "DAY"}}
+    busy = (await api.execute(CREATE, {"input": hundred}, token=token))["createTask"]
+    assert busy["quota"]["minGapSeconds"] == 414  # 99 gaps of 414 s fit in a 23-hour day
+
+
 async def test_the_third_check_in_of_the_week_verifies_it_early_and_plans_next_week(api: ApiClient) -> None:
     token, _ = await api.register()
     task = (
