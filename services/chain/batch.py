@@ -21,9 +21,10 @@ from models import InstanceStatus
 from observability.metrics import observe_settlements
 from observability.outages import report_failure
 from rules.recurrence import Schedule
-from services.chain.catch_up import Overdue, excused_due_times
+from services.chain.catch_up import excused_times
 from services.chain.chain import OPEN_STATUSES, ChainTiming, FireOutcome, fire
 from services.chain.links import send_links_after_commit
+from services.chain.planning import Ask, next_steps
 from services.chain.settle_reads import LinkedRow, read_due_in_seconds, read_named, whole_second
 from services.chain.settle_sql import (
     ClaimedRow,
@@ -36,7 +37,7 @@ from services.chain.settle_sql import (
 from services.feed import announce_committed_events
 from services.kit import PerLoop, db_now, on_commit, write_transaction
 from services.reminders import Occurrence, offsets_from, plan_reminders_of
-from services.schedules import DueTimes, due_times_after, prefetch_many, window_for
+from services.schedules import DueTimes, prefetch_many, window_for
 from services.timers import LinkArgs, Waiter, hand_back
 
 log = logging.getLogger("proofloop.chain")
@@ -184,15 +185,23 @@ async def _plan_next(
     timing: ChainTiming,
     due_times: dict[tuple[Schedule, datetime], DueTimes],
 ) -> tuple[list[PlannedRow], list[str], list[ExcusedRow]]:
-    """chain.plan_next_instance for each missed row, from the due times expanded before the locks, with
-    the occurrences a late settlement passed over recorded EXCUSED (chain.plan_after_settlement)."""
+    """services/chain/planning.py's answer for each missed row (from the due times expanded before the
+    locks), as rows for the set statements: the next instances, the tasks that END, and the occurrences a
+    late settlement passed over, EXCUSED (chain.plan_after_settlement)."""
+    asks = [
+        Ask(
+            r.task_id, r.schedule, r.scheduled_due_at or r.due_at, due_times.get((r.schedule, r.due_at)), True
+        )
+        for r in missed  # a task with breaks ahead takes the row path: none here
+    ]
+    steps = await next_steps(asks, now, timing.recurrence, timing.catch_up_limit)
+    excused_at = await excused_times(steps, timing.catch_up_limit)
     planned: list[PlannedRow] = []
     ended: list[str] = []
     excused: list[ExcusedRow] = []
-    passed_over = await _excused_times(missed, now, timing, due_times)
     for row in missed:
         seq = row.last_seq
-        for due_at in passed_over.get(row.task_id, ()):
+        for due_at in excused_at.get(row.task_id, ()):
             seq += 1
             opens_at, closes_at = window_for(row.schedule, due_at)
             excused.append(
@@ -208,7 +217,7 @@ async def _plan_next(
                     row.title,
                 )
             )
-        next_due = await _first_due(row, max(row.scheduled_due_at or row.due_at, now), timing, due_times)
+        next_due = steps[row.task_id].next_due
         if next_due is None:
             ended.append(row.task_id)
             continue
@@ -226,39 +235,6 @@ async def _plan_next(
             )
         )
     return planned, ended, excused
-
-
-async def _first_due(
-    row: ClaimedRow,
-    moment: datetime,
-    timing: ChainTiming,
-    due_times: dict[tuple[Schedule, datetime], DueTimes],
-) -> datetime | None:
-    """The row's schedule's first due time after `moment`, from what was expanded before the locks."""
-    prefetched = due_times.get((row.schedule, row.due_at))
-    known, due_at = prefetched.first_after(moment, row.schedule) if prefetched else (False, None)
-    if not known:  # the schedule or the clock moved past what was expanded: expand now (rare)
-        found = await due_times_after(row.schedule, moment, 1, timing.recurrence)
-        due_at = found.times[0] if found.times else None
-    return due_at
-
-
-async def _excused_times(
-    missed: list[ClaimedRow],
-    now: datetime,
-    timing: ChainTiming,
-    due_times: dict[tuple[Schedule, datetime], DueTimes],
-) -> dict[str, list[datetime]]:
-    """services/chain/catch_up.py for the rows settled late enough that an occurrence fell in between."""
-    overdue = []
-    for row in missed:
-        after = row.scheduled_due_at or row.due_at
-        first = await _first_due(row, after, timing, due_times) if after < now else None
-        if first is not None and first <= now:
-            overdue.append(Overdue(row.task_id, row.schedule, after))
-    if not overdue:
-        return {}
-    return await excused_due_times(overdue, now, timing.recurrence, timing.catch_up_limit)
 
 
 async def settle_links(links: list[LinkArgs], timing: ChainTiming) -> list[LinkArgs]:

@@ -7,15 +7,13 @@ leaves them to the row path (settle_reads.NO_CHANGE_DUE), so a chain without bre
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from models import Task, TaskBreak
-from rules.breaks import BreakSpan, covering
+from rules.breaks import BreakSpan
 from rules.recurrence_budget import RecurrenceBudget
-from services.schedules import next_due_after
-
-# A task has at most a handful of breaks (services/tasks/breaks.py caps them); each skip is one expansion.
-_MAX_SKIPS = 32
+from services.chain.planning import outside_breaks
+from services.schedules import schedule_of
 
 
 def has_breaks_ahead(task: Task, now: datetime) -> bool:
@@ -37,12 +35,5 @@ async def first_due_outside(
     task: Task, due_at: datetime | None, spans: Sequence[BreakSpan], budget: RecurrenceBudget
 ) -> datetime | None:
     """`due_at`, or when it falls inside a break the first due time after that break (and any it runs
-    into); None when the rule ends first."""
-    for _ in range(_MAX_SKIPS):
-        if due_at is None:
-            return None
-        span = covering(spans, due_at)
-        if span is None:
-            return due_at
-        due_at = await next_due_after(task, span.ends_at - timedelta(microseconds=1), budget)
-    return due_at
+    into); None when the rule ends first (services/chain/planning.py's rule, for one task)."""
+    return await outside_breaks(schedule_of(task), due_at, spans, budget)

@@ -31,20 +31,21 @@ from models import (
 from observability.metrics import observe_settlement
 from rules.recurrence import DEFAULT_BUDGET, RecurrenceBudget
 from services.chain.avoidance import avoidance_verdict, forget_samples, is_avoid, verdict_settlement
-from services.chain.breaks import break_spans, first_due_outside
-from services.chain.catch_up import Overdue, excused_due_times
+from services.chain.breaks import break_spans
+from services.chain.catch_up import excused_times
 from services.chain.links import FIRE_ACTOR as FIRE_ACTOR
 from services.chain.links import FIRE_BATCH_ACTOR as FIRE_BATCH_ACTOR
 from services.chain.links import LINK_BATCH as LINK_BATCH
 from services.chain.links import Link, send_links_after_commit
 from services.chain.links import send_links as send_links
+from services.chain.planning import Ask, next_steps
 from services.chain.quota import has_reviews_in_period, quota_met, settle_reviews_at_period_end
 from services.chain.sql import read_instance_locking_task
 from services.feed import record_event, record_events
 from services.kit import write_transaction
 from services.partners import vouching
 from services.reminders import occurrence_of, offsets_of, plan_reminders_of
-from services.schedules import DueTimes, next_due_after, prefetch_due_times, schedule_of, window_of
+from services.schedules import DueTimes, prefetch_due_times, schedule_of, window_of
 
 log = logging.getLogger("proofloop.chain")
 
@@ -219,21 +220,29 @@ async def plan_next_instances(
     ended: list[Task] = []
     planned: list[tuple[Task, TaskInstance]] = []
     breaks = await break_spans([plan.task for plan in plans], now)  # no statement when none has any
-    excused = await _excused_rows(plans, now, timing)
-    for plan in plans:
-        due_at = await next_due_after(plan.task, max(plan.after, now), timing.recurrence, plan.due)
-        if str(plan.task.id) in breaks:
-            due_at = await first_due_outside(plan.task, due_at, breaks[str(plan.task.id)], timing.recurrence)
+    asks = [
+        Ask(str(p.task.id), schedule_of(p.task), p.after, p.due, p.excuse, breaks.get(str(p.task.id), ()))
+        for p in plans
+    ]
+    steps = await next_steps(asks, now, timing.recurrence, timing.catch_up_limit)
+    excused_at = await excused_times(steps, timing.catch_up_limit)
+    excused = [
+        excused_instance_row(p.task, due_at, now=now)
+        for p in plans
+        for due_at in excused_at.get(str(p.task.id), ())
+    ]
+    for p in plans:
+        due_at = steps[str(p.task.id)].next_due
         if due_at is None:
-            plan.task.state = TaskState.ENDED
-            ended.append(plan.task)
+            p.task.state = TaskState.ENDED
+            ended.append(p.task)
         else:
-            planned.append((plan.task, next_instance_row(plan.task, due_at, now=now, timing=timing)))
+            planned.append((p.task, next_instance_row(p.task, due_at, now=now, timing=timing)))
     if ended:
         await Task.bulk_update(ended, fields=["state", "last_seq", "updated_at"])
     if excused:
         await TaskInstance.bulk_create(excused)
-        await record_events(EventType.EXCUSED, {str(plan.task.id): plan.task for plan in plans}, excused, now)
+        await record_events(EventType.EXCUSED, {str(p.task.id): p.task for p in plans}, excused, now)
     if not planned:
         return []
     instances = [instance for _, instance in planned]
@@ -246,26 +255,6 @@ async def plan_next_instances(
     )
     send_links_after_commit(links_of(instances))
     return instances
-
-
-async def _excused_rows(plans: list[NextPlan], now: datetime, timing: ChainTiming) -> list[TaskInstance]:
-    """The EXCUSED instances of the settlements among `plans` that come late (unsaved; each moves its
-    task's last_seq on before the next instance takes its own)."""
-    overdue: list[Overdue] = []
-    for plan in plans:
-        if not plan.excuse or plan.after >= now:
-            continue
-        first = await next_due_after(plan.task, plan.after, timing.recurrence, plan.due)
-        if first is not None and first <= now:
-            overdue.append(Overdue(str(plan.task.id), schedule_of(plan.task), plan.after))
-    if not overdue:
-        return []
-    times = await excused_due_times(overdue, now, timing.recurrence, timing.catch_up_limit)
-    return [
-        excused_instance_row(plan.task, due_at, now=now)
-        for plan in plans
-        for due_at in times.get(str(plan.task.id), ())
-    ]
 
 
 def excused_instance_row(task: Task, due_at: datetime, *, now: datetime) -> TaskInstance:

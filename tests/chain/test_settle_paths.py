@@ -9,6 +9,8 @@ from typing import Any
 
 import asyncpg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.chain_support import photo_draft
 from models import InstanceStatus, Task, TaskInstance, User
@@ -138,5 +140,47 @@ async def test_a_late_settlement_records_the_occurrences_it_passed_over_the_same
         ("EXCUSED", 3),
         ("EXCUSED", 4),
     ]
+    for task in by_set:
+        assert await _written(db, task) == expected
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    rrule=st.sampled_from(
+        [
+            "FREQ=HOURLY",
+            "FREQ=HOURLY;INTERVAL=2",
+            "FREQ=MINUTELY;INTERVAL=90",
+            "FREQ=DAILY",
+            "FREQ=DAILY;COUNT=4",
+        ]
+    ),
+    late_minutes=st.integers(min_value=0, max_value=5 * 24 * 60),
+)
+@pytest.mark.usefixtures("orm")
+async def test_the_two_paths_agree_on_generated_tasks_settled_on_time_or_late(
+    db: asyncpg.Connection, rrule: str, late_minutes: int
+) -> None:
+    """services/chain/planning.py written down twice, as rows and as set statements: for any schedule and
+    any lateness, identical tasks end with identical instances (the MISSED one, those passed over, the
+    next or an END), tasks and events."""
+    by_row, *by_set = await _identical_tasks(rrule, 2)
+    at = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=late_minutes, seconds=5)
+    row_id, *set_ids = await _bring_due([by_row, *by_set], at)
+
+    await fire(row_id, 1, NO_LINKS)
+    chunk = await settle_chunk([(i, 1) for i in set_ids], [], NO_LINKS)
+    assert chunk.settled == 1 and not chunk.leftover
+
+    expected = await _written(db, by_row)
+    statuses = [i["status"] for i in expected["instances"]]
+    assert statuses[0] == "MISSED" and set(statuses[1:-1]) <= {"EXCUSED"}, statuses
+    assert statuses[-1] in ("PENDING", "EXCUSED", "MISSED"), statuses
+    assert [i["seq"] for i in expected["instances"]] == list(range(1, len(statuses) + 1))
     for task in by_set:
         assert await _written(db, task) == expected
