@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.breaks import BreakSpan, covering
+from rules.quota import SHORTEST_SECONDS
 from rules.recurrence import Schedule
 from rules.recurrence_budget import RecurrenceBudget
 from services.schedules import DueTimes, due_times_after
@@ -89,12 +90,21 @@ async def outside_breaks(
     return due_at
 
 
+def _nearest_next(ask: Ask) -> timedelta:
+    """How soon after `after` the next occurrence can be due at the earliest: a window and grace never
+    overlap the next occurrence (rules/recurrence.validate_schedule), and a quota goal's next period is at
+    least its shortest one."""
+    if ask.schedule.period is not None:
+        return timedelta(seconds=SHORTEST_SECONDS[ask.schedule.period])
+    return timedelta(seconds=ask.schedule.window_seconds + ask.schedule.grace_seconds)
+
+
 async def _passed_over(ask: Ask, now: datetime, budget: RecurrenceBudget, limit: int) -> tuple[datetime, ...]:
     """The due times in (after, now] of a late settlement, earliest first, at most `limit` and one more
     when there are more; none at all (and no expansion) when the first due time after `after` is still
     ahead, as for a chain on time."""
-    if not ask.excuse or ask.after >= now:
-        return ()
+    if not ask.excuse or now < ask.after + _nearest_next(ask):
+        return ()  # settled before the next occurrence could be due: a chain on time costs no lookup
     first = await _first_after(ask, ask.after, budget)
     if first is None or first > now:
         return ()

@@ -19,7 +19,7 @@ from harness.proofloop import ApiClient, WorkerProcess, free_port
 from tests.support.backends import Backend, Deployment, both_backends, deployed
 from tests.support.live import live_feed, make_partners
 
-EVERY = 4
+EVERY = 3
 INSTANCES = """query($id: ID!) {
   task(id: $id) {
     ruleRevision

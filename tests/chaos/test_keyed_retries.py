@@ -1,6 +1,6 @@
-"""A retrying client on a loaded machine: every core spinning, PostgreSQL healthy, documents of several
-taskCreate fields sent with an Idempotency-Key by a client that gives up after a short wait and sends the
-very request again, as a phone on a bad network does. The API never answers SERVICE_UNAVAILABLE while the
+"""A retrying client on a loaded machine: a process spinning on every core, PostgreSQL healthy, documents
+of several taskCreate fields sent with an Idempotency-Key by a client that gives up after a short wait and
+sends the very request again, as a phone on a bad network does. The API never answers SERVICE_UNAVAILABLE while the
 database is healthy, and the rows are exactly those asked for: each document ran once, whatever the
 number of copies. (The long form, with figures, is `python -m bench.keyed_retries`.)"""
 
@@ -17,7 +17,7 @@ from harness.private_services import PrivatePostgres, PrivateRedis
 from harness.proofloop import ApiClient
 
 IDLE = Shape(tasks=0, every=2, start_in=2, before=0, after=0, pause=0)
-DOCUMENTS = 12
+DOCUMENTS = 8
 
 
 @pytest.mark.timeout(150)
@@ -29,7 +29,7 @@ async def test_keyed_retries_under_load_make_each_document_once_and_no_outage_is
     async with run.running():
         async with ApiClient(run.api_url) as api:
             token, _ = await api.register()
-        with spinning(per_core=2):
+        with spinning(per_core=1):
             sent = await send_documents(run.api_url, token, DOCUMENTS, client_timeout=1.0)
         async with run.connection() as db:
             rows = {str(r["id"]) for r in await db.fetch("SELECT id FROM tasks")}
