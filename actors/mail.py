@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dramatiq
 
+from actors.worker_policies import worker_policies
 from services.kit import MAIL_QUEUE
 from services.mail import DELIVER_ACTOR, deliver
-from settings import get_settings
 
 # about two days of retries: 10 s, 20 s, 40 s, … capped at an hour
 MAX_RETRIES = 50
@@ -22,5 +22,4 @@ MAX_BACKOFF_MS = 3_600_000
     max_backoff=MAX_BACKOFF_MS,
 )
 async def deliver_mail(mail_id: str) -> None:
-    settings = get_settings()
-    await deliver(mail_id, smtp_url=settings.smtp_url, sender=settings.mail_from, mail_dir=settings.mail_dir)
+    await deliver(mail_id, worker_policies().mail)

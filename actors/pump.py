@@ -16,7 +16,6 @@ from services.kit import CHAIN_QUEUE
 from services.reminders import claim_due_reminders
 from services.tasks import pump_once
 from services.webhooks import claim_due_deliveries, fan_out_events
-from settings import Settings
 
 log = logging.getLogger("proofloop.pump")
 
@@ -70,7 +69,7 @@ class FanOut:
                 await self.running  # a pass is one transaction at a time: let the current one end
 
 
-async def run_pump(settings: Settings, policies: WorkerPolicies, stopping: asyncio.Event) -> None:
+async def run_pump(policies: WorkerPolicies, stopping: asyncio.Event) -> None:
     config, timing = policies.pump, policies.chain
     fan_out = FanOut(policies)
     while not stopping.is_set():
@@ -92,5 +91,5 @@ async def run_pump(settings: Settings, policies: WorkerPolicies, stopping: async
             # one bad tick never stops the pump: the next one retries
             report_failure(log, "pump tick", exc, "pump tick failed")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), timeout=settings.pump_interval_seconds)
+            await asyncio.wait_for(stopping.wait(), timeout=config.interval_seconds)
     await fan_out.stop()

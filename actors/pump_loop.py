@@ -11,14 +11,12 @@ from dramatiq.middleware import Middleware
 
 from actors.pump import run_pump
 from policies.worker import WorkerPolicies
-from settings import Settings
 
 
 class PumpLoop(Middleware):
     """Runs `run_pump` on the event-loop thread for the worker's life (added after WorkerDatabase)."""
 
-    def __init__(self, settings: Settings, policies: WorkerPolicies) -> None:
-        self.settings = settings
+    def __init__(self, policies: WorkerPolicies) -> None:
         self.policies = policies
         self.pump: concurrent.futures.Future[None] | None = None
         self.stopping: asyncio.Event | None = None
@@ -27,9 +25,7 @@ class PumpLoop(Middleware):
         loop_thread = get_event_loop_thread()
         assert loop_thread is not None, "the AsyncIO middleware comes first"
         self.stopping = asyncio.Event()  # bound to the loop that first waits on it
-        self.pump = asyncio.run_coroutine_threadsafe(
-            run_pump(self.settings, self.policies, self.stopping), loop_thread.loop
-        )
+        self.pump = asyncio.run_coroutine_threadsafe(run_pump(self.policies, self.stopping), loop_thread.loop)
 
     def after_worker_shutdown(self, broker: Any, worker: Any) -> None:
         loop_thread = get_event_loop_thread()

@@ -39,7 +39,7 @@ broker = configure_broker(
         WorkerDatabase(settings),
         WorkerNotices(settings),
         WebhookSending(policies),  # its attempts stop before the database closes
-        PumpLoop(settings, policies),
+        PumpLoop(policies),
         MailSweep(settings, policies.media_store, policies.archives),
         ConsumerWatchdog(settings.ready_timeout_seconds),
     ],

@@ -53,6 +53,7 @@ def pump_settings(settings: Settings) -> PumpSettings:
         link_horizon_seconds=settings.link_horizon_seconds,
         link_overdue_seconds=settings.link_overdue_seconds,
         max_outstanding_links=settings.max_outstanding_links,
+        interval_seconds=settings.pump_interval_seconds,
     )
 
 

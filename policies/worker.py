@@ -8,6 +8,7 @@ from policies import chain_timing, delivery_limits, delivery_timing, export_rule
 from services.chain import ChainTiming
 from services.exports import ExportRules
 from services.kit import EventIds, event_ids
+from services.mail import MailRoute
 from services.timers import PumpSettings
 from services.webhooks import DeliveryLimits, DeliveryTiming
 from settings import Settings
@@ -26,6 +27,7 @@ class WorkerPolicies:
     exports: ExportRules
     media_store: BlobStore  # what exports read and account deletion removes
     archives: ArchiveStore  # where exports are kept and swept
+    mail: MailRoute  # where the outbox's mail goes
 
 
 def worker_policies(settings: Settings, media_store: BlobStore, archives: ArchiveStore) -> WorkerPolicies:
@@ -38,4 +40,5 @@ def worker_policies(settings: Settings, media_store: BlobStore, archives: Archiv
         exports=export_rules(settings),
         media_store=media_store,
         archives=archives,
+        mail=MailRoute(settings.smtp_url, settings.mail_from, settings.mail_dir),
     )

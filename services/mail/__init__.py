@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.mail.delivery import deliver
+from services.mail.delivery import MailRoute, deliver
 from services.mail.outbox import DELIVER_ACTOR, queue_mail, resend_stranded_mail
 
-__all__ = ["DELIVER_ACTOR", "deliver", "queue_mail", "resend_stranded_mail"]
+__all__ = ["DELIVER_ACTOR", "MailRoute", "deliver", "queue_mail", "resend_stranded_mail"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
@@ -38,8 +39,18 @@ def write_eml(message: EmailMessage, mail_dir: Path, row: OutgoingMail) -> Path:
     return path
 
 
-async def deliver(mail_id: str, *, smtp_url: str | None, sender: str, mail_dir: Path) -> bool:
+@dataclass(frozen=True)
+class MailRoute:
+    """Where mail goes: an SMTP server (PROOFLOOP_SMTP_URL), or .eml files under `mail_dir` without one."""
+
+    smtp_url: str | None
+    sender: str
+    mail_dir: Path
+
+
+async def deliver(mail_id: str, route: MailRoute) -> bool:
     """Send the row once; False when it is gone or already sent (a duplicate delivery of the message)."""
+    smtp_url, sender, mail_dir = route.smtp_url, route.sender, route.mail_dir
     row = await OutgoingMail.get_or_none(id=mail_id)
     if row is None or row.sent_at is not None:
         return False

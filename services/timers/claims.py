@@ -86,3 +86,4 @@ class PumpSettings:
     link_horizon_seconds: float
     link_overdue_seconds: float
     max_outstanding_links: int
+    interval_seconds: float = 1.0  # how often each worker process's pump ticks
