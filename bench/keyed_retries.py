@@ -56,11 +56,7 @@ async def poll(url: str, stop: asyncio.Event, seen: list[tuple[float, int]]) -> 
 async def one_run(pg: PrivatePostgres, redis: PrivateRedis, per_core: int) -> None:
     run = ChaosRun(pg, redis, f"keys_bench_{uuid.uuid4().hex[:8]}", IDLE)
     run.env["PROOFLOOP_MAX_TASKS_PER_USER"] = "1000000"
-    for name in (
-        "PROOFLOOP_DATABASE_STATEMENT_TIMEOUT_SECONDS",
-        "PROOFLOOP_DATABASE_CONNECT_TIMEOUT_SECONDS",
-    ):
-        run.env.pop(name)  # the defaults, as in production
+    run.production_timeouts()
     async with run.running():
         async with ApiClient(run.api_url) as api:
             token, _ = await api.register()

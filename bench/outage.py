@@ -202,11 +202,7 @@ async def lateness(pg: PrivatePostgres, redis: PrivateRedis) -> None:
 async def pauses() -> None:
     with PrivatePostgres() as pg, PrivateRedis() as redis:
         run = ChaosRun(pg, redis, f"outage_bench_{uuid.uuid4().hex[:8]}", IDLE)
-        for name in (
-            "PROOFLOOP_DATABASE_STATEMENT_TIMEOUT_SECONDS",
-            "PROOFLOOP_DATABASE_CONNECT_TIMEOUT_SECONDS",
-        ):
-            run.env.pop(name)  # the defaults, as in production
+        run.production_timeouts()
         async with run.running():
             async with ApiClient(run.api_url) as api:
                 token, _ = await api.register()

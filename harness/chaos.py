@@ -158,6 +158,15 @@ class ChaosRun:
         self.notes: list[str] = []  # figures seen during a fault (reported by the bench, never asserted)
         self.restarted: list[str] = []  # what a supervisor had to start again (only after a kill -9)
 
+    def production_timeouts(self) -> None:
+        """The database's statement and connect timeouts at their defaults, as in production (the short
+        form's are shorter, so fires in flight fail fast)."""
+        for name in (
+            "PROOFLOOP_DATABASE_STATEMENT_TIMEOUT_SECONDS",
+            "PROOFLOOP_DATABASE_CONNECT_TIMEOUT_SECONDS",
+        ):
+            self.env.pop(name)
+
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[ChaosRun]:
         conn = await asyncpg.connect(self.pg.admin_url)

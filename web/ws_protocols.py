@@ -43,7 +43,7 @@ from services.idempotency import (
     release_key,
 )
 from web import idempotency
-from web.live_sender import LiveSender, StreamKey
+from web.live_sender import LiveSender, StreamKey, next_payload
 from web.persisted_documents import DocumentRefused, TrustedDocuments, apollo_hash, persisted_id
 
 log = logging.getLogger("proofloop.graphql")
@@ -167,16 +167,6 @@ def _release_when_done(task: asyncio.Task[Any] | None, release: Release) -> None
 
 def _nothing() -> None:
     pass
-
-
-def _next_payload(result: ExecutionResult) -> dict[str, Any]:
-    """The `next` payload Operation.send_next sends for `result`."""
-    payload: dict[str, Any] = {"data": result.data}
-    if result.errors:
-        payload["errors"] = [error.formatted for error in result.errors]
-    if result.extensions:
-        payload["extensions"] = result.extensions
-    return payload
 
 
 @dataclass
@@ -338,7 +328,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 await self._reject_incremental_delivery(operation)
                 return
             if first and (keyed := self._keyed.get(operation.id)) is not None:
-                keyed.answer = _next_payload(result)
+                keyed.answer = next_payload(result)
             await operation.send_next(result)
             first = False
 

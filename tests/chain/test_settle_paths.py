@@ -51,7 +51,7 @@ async def _bring_due(tasks: list[Task], at: datetime) -> list[str]:
             fire_at=at,
             link_no=1,
             link_for=at,
-            linked_at=at + timedelta(hours=1),
+            linked_at=datetime.now(UTC) + timedelta(hours=1),
         )
         ids.append(str(instance.id))
     return ids
