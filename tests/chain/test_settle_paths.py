@@ -40,6 +40,7 @@ async def _bring_due(tasks: list[Task], at: datetime) -> list[str]:
     pump reads it, an hour from now: the run's worker pumps this database too, and a link sent longer
     ago than PROOFLOOP_LINK_OVERDUE_SECONDS would be taken as lost and resent between the two paths."""
     ids = []
+    linked_at = datetime.now(UTC) + timedelta(hours=1)  # one instant: the rows compare equal
     for task in tasks:
         await Task.filter(id=task.id).update(starts_at=at)
         instance = await TaskInstance.get(task_id=task.id, status=InstanceStatus.PENDING)
@@ -51,7 +52,7 @@ async def _bring_due(tasks: list[Task], at: datetime) -> list[str]:
             fire_at=at,
             link_no=1,
             link_for=at,
-            linked_at=datetime.now(UTC) + timedelta(hours=1),
+            linked_at=linked_at,
         )
         ids.append(str(instance.id))
     return ids
