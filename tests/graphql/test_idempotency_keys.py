@@ -247,9 +247,23 @@ async def test_a_mutation_over_a_websocket_runs_once_by_its_key_and_replays_on_h
     assert other[-1]["payload"][0]["extensions"] == {"code": "BAD_USER_INPUT", "field": "idempotencyKey"}
     bad = await ws_mutation(running.url, token, CREATE, same, "a key with spaces")
     assert bad[-1]["type"] == "error" and bad[-1]["payload"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    # the key is its user's: another user's same key runs that user's own mutation
+    stranger, _ = await running.client().register()
+    theirs = await ws_mutation(running.url, stranger, CREATE, same, key)
+    assert "extensions" not in theirs[0]["payload"]
+    assert theirs[0]["payload"]["data"]["createTask"]["id"] != first[0]["payload"]["data"]["createTask"]["id"]
+    assert await task_count(running, stranger) == 1
+    # concurrent copies over sockets run once
+    racing_key = str(uuid.uuid4())
+    racing = {"input": task_input("Racing")}
+    copies = await asyncio.gather(
+        *(ws_mutation(running.url, token, CREATE, racing, racing_key) for _ in range(4))
+    )
+    assert len({c[0]["payload"]["data"]["createTask"]["id"] for c in copies}) == 1, copies
+    assert sum("extensions" not in c[0]["payload"] for c in copies) == 1  # one ran, three were told
     # a query ignores the key; an unkeyed mutation runs as ever
     assert (await ws_mutation(running.url, token, TASKS, {}, key))[0]["payload"]["data"]["tasks"][
         "totalCount"
-    ] == 1
+    ] == 2
     await ws_mutation(running.url, token, CREATE, {"input": task_input("Unkeyed")}, None)
-    assert await task_count(running, token) == 2
+    assert await task_count(running, token) == 3
