@@ -257,34 +257,10 @@ async def plan_next_instances(
     return instances
 
 
-def excused_instance_row(task: Task, due_at: datetime, *, now: datetime) -> TaskInstance:
-    """An occurrence an outage kept from being planned, settled EXCUSED as it is recorded (unsaved;
-    moves task.last_seq on)."""
+def _occurrence_row(task: Task, due_at: datetime) -> TaskInstance:
+    """The task's next instance row, due at `due_at` with its window, unsaved; moves task.last_seq on
+    (unsaved too). What it owes is the caller's to fill in."""
     opens_at, closes_at = window_of(task, due_at)
-    task.last_seq += 1
-    return TaskInstance(
-        task_id=task.id,
-        seq=task.last_seq,
-        chain_version=task.chain_version,
-        opens_at=opens_at,
-        due_at=due_at,
-        closes_at=closes_at,
-        status=InstanceStatus.EXCUSED,
-        settled_at=now,
-        verdict_reason=VerdictReason.SERVICE_OUTAGE,
-        fire_at=None,
-        link_no=0,
-    )
-
-
-def next_instance_row(task: Task, due_at: datetime, *, now: datetime, timing: ChainTiming) -> TaskInstance:
-    """The task's next PENDING instance, due at `due_at`, unsaved; moves task.last_seq on (unsaved too).
-
-    Its durable timer is its close; inside the link horizon it is linked now (link 1, sent by the caller
-    after commit: links_of), farther ones are the pump's to hand over."""
-    opens_at, closes_at = window_of(task, due_at)
-    fire_at = closes_at
-    linked = (fire_at - now).total_seconds() <= timing.link_horizon_seconds
     task.last_seq += 1
     return TaskInstance(
         task_id=task.id,  # the task may be unsaved yet: a set inserts its tasks and instances together
@@ -293,12 +269,29 @@ def next_instance_row(task: Task, due_at: datetime, *, now: datetime, timing: Ch
         opens_at=opens_at,
         due_at=due_at,
         closes_at=closes_at,
-        status=InstanceStatus.PENDING,
-        fire_at=fire_at,
-        link_no=1 if linked else 0,
-        link_for=fire_at if linked else None,
-        linked_at=now if linked else None,
     )
+
+
+def excused_instance_row(task: Task, due_at: datetime, *, now: datetime) -> TaskInstance:
+    """An occurrence an outage kept from being planned, settled EXCUSED as it is recorded."""
+    row = _occurrence_row(task, due_at)
+    row.status, row.settled_at, row.verdict_reason = InstanceStatus.EXCUSED, now, VerdictReason.SERVICE_OUTAGE
+    row.fire_at, row.link_no = None, 0
+    return row
+
+
+def next_instance_row(task: Task, due_at: datetime, *, now: datetime, timing: ChainTiming) -> TaskInstance:
+    """The task's next PENDING instance, due at `due_at`, unsaved; moves task.last_seq on (unsaved too).
+
+    Its durable timer is its close; inside the link horizon it is linked now (link 1, sent by the caller
+    after commit: links_of), farther ones are the pump's to hand over."""
+    row = _occurrence_row(task, due_at)
+    linked = (row.closes_at - now).total_seconds() <= timing.link_horizon_seconds
+    row.status, row.fire_at = InstanceStatus.PENDING, row.closes_at
+    row.link_no = 1 if linked else 0
+    row.link_for = row.closes_at if linked else None
+    row.linked_at = now if linked else None
+    return row
 
 
 def links_of(instances: list[TaskInstance]) -> list[Link]:
